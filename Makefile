@@ -1,0 +1,95 @@
+# kvattn — one Makefile (in the spirit of llm.c). `make` builds build/libkvattn.{so,a}; CUDA sources are
+# compiled whenever nvcc is found (CUDA_ARCH picks the target, sm_90a by default).
+#   make test        build and run every test (GPU tests too when a GPU is present; Python tests if numpy)
+#   make test-asan   the C tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make demo        the inflight-batching demo (GPU when present, else CPU)
+#   make install PREFIX=/usr/local
+CC       ?= gcc
+PYTHON   ?= python3
+PREFIX   ?= /usr/local
+CPU_ARCH ?= -march=native
+OPT      ?= -O3
+CFLAGS_BASE = -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -fvisibility=hidden -Iinclude -Isrc -D_GNU_SOURCE
+CFLAGS  ?= $(OPT) $(CPU_ARCH) -fopenmp
+LDLIBS   = -lm -fopenmp -lpthread
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null)
+CUDA_ARCH ?= 90a
+CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
+NVCCFLAGS ?= -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -Xcompiler -fPIC \
+             -Xcompiler -fvisibility=hidden -Iinclude -Isrc -lineinfo --expt-relaxed-constexpr -Xptxas -warn-spills
+
+BUILD = build
+C_SRC  = src/api.c src/validate.c src/cpu.c src/pages.c
+CU_SRC = $(wildcard src/cuda/*.cu)
+C_OBJ  = $(C_SRC:src/%.c=$(BUILD)/obj/%.o)
+ifneq ($(NVCC),)
+  HAVE_CUDA = 1
+  CU_OBJ  = $(CU_SRC:src/cuda/%.cu=$(BUILD)/obj/cuda/%.o)
+  CUDA_LIBS = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++
+  CFLAGS_BASE += -DKVATTN_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+else
+  HAVE_CUDA = 0
+  CU_OBJ  = $(BUILD)/obj/cuda_stub.o
+  CUDA_LIBS =
+endif
+
+TEST_COMMON_SRC = $(wildcard tests/common/*.c)
+TEST_COMMON_OBJ = $(TEST_COMMON_SRC:tests/common/%.c=$(BUILD)/obj/tests/%.o)
+TEST_SRC  = $(wildcard tests/test_*.c)
+TEST_BINS = $(TEST_SRC:tests/%.c=$(BUILD)/%)
+
+.PHONY: all lib test test-c test-python test-asan demo bench install clean
+all: lib
+lib: $(BUILD)/libkvattn.so $(BUILD)/libkvattn.a
+
+$(BUILD)/obj/%.o: src/%.c include/kvattn.h src/internal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+$(BUILD)/obj/cuda/%.o: src/cuda/%.cu include/kvattn.h src/internal.h $(wildcard src/cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+$(BUILD)/libkvattn.so: $(C_OBJ) $(CU_OBJ)
+	$(CC) -shared -o $@ $^ $(CUDA_LIBS) $(LDLIBS) -Wl,-soname,libkvattn.so
+$(BUILD)/libkvattn.a: $(C_OBJ) $(CU_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# tests link the static library (and cudart when CUDA is built) so they run from the build tree
+$(BUILD)/obj/tests/%.o: tests/common/%.c $(wildcard tests/common/*.h) include/kvattn.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common -c $< -o $@
+$(BUILD)/test_%: tests/test_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(wildcard tests/common/*.h)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
+
+test: test-c test-python
+test-c: $(TEST_BINS)
+	@bash tests/run_all.sh $(TEST_BINS)
+test-python: lib
+	@bash tests/run_python.sh
+
+# sanitizers: a separate build tree so the sanitized objects never mix with the normal ones
+test-asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
+	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined" NVCC= test-c
+
+DEMO_SRC = examples/demo.c
+$(BUILD)/demo: $(DEMO_SRC) $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
+demo: $(BUILD)/demo
+	./$(BUILD)/demo
+
+$(BUILD)/bench_%: bench/bench_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
+bench: $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench_*.c))
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/kvattn.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/libkvattn.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/libkvattn.a $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define KVATTN_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/kvattn.h | paste -sd.)|' \
+	  kvattn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kvattn.pc
+
+clean:
+	rm -rf build build-asan
