@@ -146,6 +146,8 @@ KV_HD int kv_dtype_size(int dtype) { return dtype == KVATTN_F32 ? 4 : 2; }
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* validate.c: SPEC "Bad input" for everything visible from the arguments (all backends). */
+int kv_validate_args(const kvattn_params *p, int backend);
 int kv_cpu_forward(const kvattn_params *p);
 int kv_cuda_available(void);
 int kv_cuda_check(const kvattn_params *p);              /* backend-specific support (head dim, dtype) */

@@ -1,0 +1,113 @@
+/* api.c — the public entry points of kvattn: version, status strings, the thread-local last error, and the
+ * one place where a call is validated and dispatched to a backend (CPU or CUDA). */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[1024];
+
+static void clear_error(void) { last_error[0] = '\0'; }
+
+int kv_set_error(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+unsigned kvattn_version_number(void) { return KVATTN_VERSION_NUMBER; }
+
+#define KV_STR2(x) #x
+#define KV_STR(x) KV_STR2(x)
+const char *kvattn_version_string(void) {
+    return KV_STR(KVATTN_VERSION_MAJOR) "." KV_STR(KVATTN_VERSION_MINOR) "." KV_STR(KVATTN_VERSION_PATCH);
+}
+
+const char *kvattn_status_string(int status) {
+    switch (status) {
+    case KVATTN_OK: return "KVATTN_OK";
+    case KVATTN_ERR_INVALID_ARGUMENT: return "KVATTN_ERR_INVALID_ARGUMENT";
+    case KVATTN_ERR_UNSUPPORTED: return "KVATTN_ERR_UNSUPPORTED";
+    case KVATTN_ERR_WORKSPACE: return "KVATTN_ERR_WORKSPACE";
+    case KVATTN_ERR_BAD_DATA: return "KVATTN_ERR_BAD_DATA";
+    case KVATTN_ERR_NOT_AVAILABLE: return "KVATTN_ERR_NOT_AVAILABLE";
+    case KVATTN_ERR_OUT_OF_PAGES: return "KVATTN_ERR_OUT_OF_PAGES";
+    case KVATTN_ERR_OUT_OF_MEMORY: return "KVATTN_ERR_OUT_OF_MEMORY";
+    case KVATTN_ERR_CUDA: return "KVATTN_ERR_CUDA";
+    case KVATTN_ERR_INTERNAL: return "KVATTN_ERR_INTERNAL";
+    default: return "KVATTN_ERR_UNKNOWN";
+    }
+}
+
+const char *kvattn_last_error(void) { return last_error; }
+
+int kvattn_backend_available(int backend) {
+    clear_error();
+    if (backend == KVATTN_BACKEND_CPU) return 1;
+    if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_available() ? 1 : 0;
+    return 0;
+}
+
+size_t kvattn_params_size(void) { return sizeof(kvattn_params); }
+
+kvattn_params kvattn_params_default(void) {
+    kvattn_params p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = (int64_t)sizeof(kvattn_params);
+    p.dtype = KVATTN_F16;
+    p.rotary_dtype = KVATTN_F32;
+    p.rotary_interleaved = 1;
+    p.window_left = -1;
+    p.window_right = -1;
+    return p;
+}
+
+/* Everything visible from the arguments; for CUDA also what the kernels support. Sets the last error. */
+static int validate(const kvattn_params *p, int backend) {
+    int st = kv_validate_args(p, backend);
+    if (st != KVATTN_OK) return st;
+    if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_check(p);
+    return KVATTN_OK;
+}
+
+int kvattn_validate(const kvattn_params *p, int backend) {
+    clear_error();
+    return validate(p, backend);
+}
+
+int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes) {
+    clear_error();
+    RETURN_IF(bytes == NULL, KVATTN_ERR_INVALID_ARGUMENT, "bytes: NULL output pointer");
+    *bytes = 0;
+    int st = validate(p, backend);
+    if (st != KVATTN_OK) return st;
+    if (backend == KVATTN_BACKEND_CUDA) *bytes = kv_cuda_workspace_size(p);
+    return KVATTN_OK;
+}
+
+int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t workspace_bytes, void *stream) {
+    clear_error();
+    int st = validate(p, backend);
+    if (st != KVATTN_OK) return st;
+    if (p->batch == 0) return KVATTN_OK; /* SPEC: B = 0 is a valid no-op */
+    if (backend == KVATTN_BACKEND_CPU) return kv_cpu_forward(p);
+    size_t need = kv_cuda_workspace_size(p);
+    RETURN_IF(workspace == NULL, KVATTN_ERR_WORKSPACE,
+              "workspace: NULL, but the CUDA backend needs %zu bytes (kvattn_workspace_size)", need);
+    RETURN_IF(workspace_bytes < need, KVATTN_ERR_WORKSPACE,
+              "workspace_bytes=%zu is smaller than the %zu bytes kvattn_workspace_size() asks for",
+              workspace_bytes, need);
+    return kv_cuda_forward(p, workspace, workspace_bytes, stream);
+}
+
+size_t kvattn_device_status_offset(void) { return 0; }
+
+int kvattn_device_status_read(const void *workspace, void *stream, kvattn_device_status *out) {
+    clear_error();
+    RETURN_IF(out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "out: NULL output pointer");
+    RETURN_IF(workspace == NULL, KVATTN_ERR_INVALID_ARGUMENT, "workspace: NULL");
+    return kv_cuda_status_read(workspace, stream, out);
+}

@@ -1,0 +1,226 @@
+/* validate.c — SPEC.md "Bad input": every problem visible from the arguments alone (no data is read), shared
+ * by every backend and entry point. Each failure names the argument and its values.
+ * B sequences, H query heads, Hk KV heads, D head dim. */
+#include "internal.h"
+
+#include <math.h>
+
+/* Largest element offset of a tensor with these extents and strides (the last dimension, D, contiguous),
+ * or -1 when it overflows int64. An empty tensor (some extent 0) has offset 0. */
+static int64_t max_offset(int n, const int64_t *extent, const int64_t *stride) {
+    int64_t off = 0;
+    for (int k = 0; k < n; k++)
+        if (extent[k] <= 0) return 0;
+    for (int k = 0; k < n; k++) {
+        int64_t term;
+        if (__builtin_mul_overflow(extent[k] - 1, stride[k], &term)) return -1;
+        if (__builtin_add_overflow(off, term, &off)) return -1;
+    }
+    return off;
+}
+
+#define CHECK_STRIDE(name, v) \
+    RETURN_IF((v) < 0, KVATTN_ERR_INVALID_ARGUMENT, "%s: stride %s=%lld must be >= 0", name, #v, (long long)(v))
+
+/* A row tensor (q, k_new, v_new, out): varlen [total, heads, D] or fixed [B, seqlen, heads, D]. */
+static int check_rows(const char *name, int varlen, int32_t B, int32_t rows, int32_t heads, int32_t D,
+                      int64_t batch_stride, int64_t row_stride, int64_t head_stride) {
+    RETURN_IF(batch_stride < 0 || row_stride < 0 || head_stride < 0, KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: strides (batch=%lld, row=%lld, head=%lld) must be >= 0", name, (long long)batch_stride,
+              (long long)row_stride, (long long)head_stride);
+    int64_t ext[4], str[4];
+    int n = 0;
+    if (!varlen) { ext[n] = B; str[n++] = batch_stride; }
+    ext[n] = rows; str[n++] = row_stride;
+    ext[n] = heads; str[n++] = head_stride;
+    ext[n] = D; str[n++] = 1;
+    RETURN_IF(max_offset(n, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: shape and strides (batch=%lld, row=%lld, head=%lld) overflow int64 offsets", name,
+              (long long)batch_stride, (long long)row_stride, (long long)head_stride);
+    return KVATTN_OK;
+}
+
+static int check_cache(const char *name, const kvattn_params *p, int64_t batch_stride, int64_t row_stride,
+                       int64_t head_stride) {
+    RETURN_IF(batch_stride < 0 || row_stride < 0 || head_stride < 0, KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: strides (batch=%lld, row=%lld, head=%lld) must be >= 0", name, (long long)batch_stride,
+              (long long)row_stride, (long long)head_stride);
+    int64_t ext[4] = {p->block_table ? p->num_pages : p->cache_batch,
+                      p->block_table ? p->page_size : p->cache_capacity, p->num_kv_heads, p->head_dim};
+    int64_t str[4] = {batch_stride, row_stride, head_stride, 1};
+    RETURN_IF(max_offset(4, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: shape [%lld, %lld, %lld, %lld] with strides (%lld, %lld, %lld) overflows int64 offsets", name,
+              (long long)ext[0], (long long)ext[1], (long long)ext[2], (long long)ext[3],
+              (long long)batch_stride, (long long)row_stride, (long long)head_stride);
+    return KVATTN_OK;
+}
+
+static const char *dtype_name(int dtype) {
+    return dtype == KVATTN_F32 ? "f32" : dtype == KVATTN_F16 ? "f16" : dtype == KVATTN_BF16 ? "bf16" : "?";
+}
+
+#define FLAG01(field)                                                                                        \
+    RETURN_IF(p->field != 0 && p->field != 1, KVATTN_ERR_INVALID_ARGUMENT, #field ": %d must be 0 or 1",      \
+              (int)p->field)
+
+int kv_validate_args(const kvattn_params *p, int backend) {
+    int st;
+    RETURN_IF(p == NULL, KVATTN_ERR_INVALID_ARGUMENT, "params: NULL");
+    RETURN_IF(p->struct_size != (int64_t)sizeof(kvattn_params), KVATTN_ERR_INVALID_ARGUMENT,
+              "params: struct_size=%lld but this library's kvattn_params has %zu bytes (use kvattn_params_default)",
+              (long long)p->struct_size, sizeof(kvattn_params));
+    RETURN_IF(backend != KVATTN_BACKEND_CPU && backend != KVATTN_BACKEND_CUDA, KVATTN_ERR_INVALID_ARGUMENT,
+              "backend: %d is neither KVATTN_BACKEND_CPU (0) nor KVATTN_BACKEND_CUDA (1)", backend);
+    RETURN_IF(p->dtype != KVATTN_F32 && p->dtype != KVATTN_F16 && p->dtype != KVATTN_BF16,
+              KVATTN_ERR_INVALID_ARGUMENT, "dtype: %d is not a kvattn_dtype (0 f32, 1 f16, 2 bf16)", (int)p->dtype);
+    RETURN_IF(backend == KVATTN_BACKEND_CUDA && p->dtype == KVATTN_F32, KVATTN_ERR_UNSUPPORTED,
+              "dtype: f32 is supported on the CPU backend only (CUDA takes f16 or bf16)");
+
+    const int32_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim;
+    RETURN_IF(B < 0, KVATTN_ERR_INVALID_ARGUMENT, "batch: B=%d must be >= 0", B);
+    RETURN_IF(H <= 0, KVATTN_ERR_INVALID_ARGUMENT, "num_heads: H=%d must be >= 1", H);
+    RETURN_IF(Hk <= 0, KVATTN_ERR_INVALID_ARGUMENT, "num_kv_heads: Hk=%d must be >= 1", Hk);
+    RETURN_IF(H % Hk != 0, KVATTN_ERR_INVALID_ARGUMENT, "num_heads: H=%d not divisible by num_kv_heads=%d", H, Hk);
+    RETURN_IF(D <= 0, KVATTN_ERR_INVALID_ARGUMENT, "head_dim: D=%d must be >= 1", D);
+    RETURN_IF(backend == KVATTN_BACKEND_CUDA && D > 256, KVATTN_ERR_UNSUPPORTED,
+              "head_dim: D=%d is larger than 256, the most the CUDA backend supports", D);
+
+    /* options */
+    FLAG01(causal);
+    FLAG01(batch_invariant);
+    FLAG01(rotary_interleaved);
+    RETURN_IF(isnan(p->softmax_scale) || isinf(p->softmax_scale) || p->softmax_scale < 0.0f,
+              KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale: %g must be finite and >= 0 (0 = 1/sqrt(D))",
+              (double)p->softmax_scale);
+    RETURN_IF(isnan(p->softcap) || isinf(p->softcap) || p->softcap < 0.0f, KVATTN_ERR_INVALID_ARGUMENT,
+              "softcap: %g must be finite and >= 0 (0 = off)", (double)p->softcap);
+    RETURN_IF(p->window_left < -1, KVATTN_ERR_INVALID_ARGUMENT, "window_left: %d must be >= -1 (-1 = unbounded)",
+              p->window_left);
+    RETURN_IF(p->window_right < -1, KVATTN_ERR_INVALID_ARGUMENT,
+              "window_right: %d must be >= -1 (-1 = unbounded)", p->window_right);
+    RETURN_IF(p->num_splits < 0, KVATTN_ERR_INVALID_ARGUMENT, "num_splits: %d must be >= 0 (0 = automatic)",
+              p->num_splits);
+
+    /* queries and outputs */
+    const int q_varlen = p->cu_seqlens_q != NULL;
+    int32_t q_rows;
+    if (q_varlen) {
+        RETURN_IF(p->total_q < 0, KVATTN_ERR_INVALID_ARGUMENT, "total_q: %d must be >= 0", p->total_q);
+        q_rows = p->total_q;
+    } else {
+        RETURN_IF(p->seqlen_q < 0, KVATTN_ERR_INVALID_ARGUMENT, "seqlen_q: %d must be >= 0", p->seqlen_q);
+        RETURN_IF((int64_t)B * p->seqlen_q > INT32_MAX, KVATTN_ERR_INVALID_ARGUMENT,
+                  "seqlen_q: B=%d times seqlen_q=%d rows exceeds 2^31-1", B, p->seqlen_q);
+        q_rows = p->seqlen_q;
+    }
+    if (B > 0) {
+        RETURN_IF(p->q == NULL, KVATTN_ERR_INVALID_ARGUMENT, "q: NULL with batch=%d", B);
+        RETURN_IF(p->out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "out: NULL with batch=%d", B);
+        RETURN_IF(p->k_cache == NULL, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: NULL with batch=%d", B);
+        RETURN_IF(p->v_cache == NULL, KVATTN_ERR_INVALID_ARGUMENT, "v_cache: NULL with batch=%d", B);
+        RETURN_IF(p->cache_seqlens == NULL, KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens: NULL with batch=%d", B);
+    }
+    if ((st = check_rows("q", q_varlen, B, q_rows, H, D, p->q_batch_stride, p->q_row_stride, p->q_head_stride)))
+        return st;
+    if ((st = check_rows("out", q_varlen, B, q_rows, H, D, p->out_batch_stride, p->out_row_stride,
+                         p->out_head_stride)))
+        return st;
+    if (p->softmax_lse) {
+        RETURN_IF(p->lse_batch_stride < 0 || p->lse_head_stride < 0 || p->lse_row_stride < 0,
+                  KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse: strides (batch=%lld, head=%lld, row=%lld) must be >= 0",
+                  (long long)p->lse_batch_stride, (long long)p->lse_head_stride, (long long)p->lse_row_stride);
+        int64_t ext[3] = {B, H, q_rows}, str[3] = {p->lse_batch_stride, p->lse_head_stride, p->lse_row_stride};
+        RETURN_IF(max_offset(q_varlen ? 2 : 3, q_varlen ? ext + 1 : ext, q_varlen ? str + 1 : str) < 0,
+                  KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse: shape and strides (batch=%lld, head=%lld, row=%lld) "
+                  "overflow int64 offsets", (long long)p->lse_batch_stride, (long long)p->lse_head_stride,
+                  (long long)p->lse_row_stride);
+    }
+
+    /* new tokens */
+    RETURN_IF((p->k_new == NULL) != (p->v_new == NULL), KVATTN_ERR_INVALID_ARGUMENT,
+              "k_new/v_new: must be given together (k_new=%s, v_new=%s)", p->k_new ? "set" : "NULL",
+              p->v_new ? "set" : "NULL");
+    if (p->k_new) {
+        const int n_varlen = p->cu_seqlens_knew != NULL;
+        int32_t n_rows;
+        if (n_varlen) {
+            RETURN_IF(p->total_knew < 0, KVATTN_ERR_INVALID_ARGUMENT, "total_knew: %d must be >= 0", p->total_knew);
+            n_rows = p->total_knew;
+        } else {
+            RETURN_IF(p->seqlen_knew < 0, KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew: %d must be >= 0",
+                      p->seqlen_knew);
+            RETURN_IF((int64_t)B * p->seqlen_knew > INT32_MAX, KVATTN_ERR_INVALID_ARGUMENT,
+                      "seqlen_knew: B=%d times seqlen_knew=%d rows exceeds 2^31-1", B, p->seqlen_knew);
+            n_rows = p->seqlen_knew;
+        }
+        if ((st = check_rows("k_new", n_varlen, B, n_rows, Hk, D, p->knew_batch_stride, p->knew_row_stride,
+                             p->knew_head_stride)))
+            return st;
+        if ((st = check_rows("v_new", n_varlen, B, n_rows, Hk, D, p->vnew_batch_stride, p->vnew_row_stride,
+                             p->vnew_head_stride)))
+            return st;
+    }
+
+    /* cache layout */
+    if (p->block_table) {
+        RETURN_IF(p->cache_batch_idx != NULL, KVATTN_ERR_INVALID_ARGUMENT,
+                  "cache_batch_idx: must be NULL in paged mode (block_table is set)");
+        RETURN_IF(p->page_size < 1, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: page_size=%d must be >= 1", p->page_size);
+        RETURN_IF(p->num_pages < 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: num_pages=%d must be >= 0", p->num_pages);
+        RETURN_IF(p->max_pages_per_seq < 0, KVATTN_ERR_INVALID_ARGUMENT, "block_table: max_pages_per_seq=%d must be >= 0",
+                  p->max_pages_per_seq);
+        RETURN_IF((int64_t)p->max_pages_per_seq * p->page_size > INT32_MAX, KVATTN_ERR_INVALID_ARGUMENT,
+                  "block_table: max_pages_per_seq=%d times page_size=%d exceeds 2^31-1 tokens",
+                  p->max_pages_per_seq, p->page_size);
+        RETURN_IF(p->block_table_batch_stride < p->max_pages_per_seq, KVATTN_ERR_INVALID_ARGUMENT,
+                  "block_table: block_table_batch_stride=%lld must be >= max_pages_per_seq=%d",
+                  (long long)p->block_table_batch_stride, p->max_pages_per_seq);
+        int64_t ext[2] = {B, p->max_pages_per_seq}, str[2] = {p->block_table_batch_stride, 1};
+        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+                  "block_table: B=%d rows of stride %lld overflow int64 offsets", B,
+                  (long long)p->block_table_batch_stride);
+    } else {
+        RETURN_IF(p->cache_batch <= 0 && B > 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: cache_batch=%d must be >= 1",
+                  p->cache_batch);
+        RETURN_IF(p->cache_batch < 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: cache_batch=%d must be >= 0",
+                  p->cache_batch);
+        RETURN_IF(p->cache_capacity < 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: cache_capacity=%d must be >= 0",
+                  p->cache_capacity);
+        RETURN_IF(p->cache_batch_idx == NULL && B > p->cache_batch, KVATTN_ERR_INVALID_ARGUMENT,
+                  "k_cache: cache_batch=%d is smaller than batch=%d and cache_batch_idx is NULL", p->cache_batch, B);
+    }
+    if ((st = check_cache("k_cache", p, p->k_batch_stride, p->k_row_stride, p->k_head_stride))) return st;
+    if ((st = check_cache("v_cache", p, p->v_batch_stride, p->v_row_stride, p->v_head_stride))) return st;
+
+    /* rotary */
+    RETURN_IF((p->rotary_cos == NULL) != (p->rotary_sin == NULL), KVATTN_ERR_INVALID_ARGUMENT,
+              "rotary_cos/rotary_sin: must be given together (cos=%s, sin=%s)", p->rotary_cos ? "set" : "NULL",
+              p->rotary_sin ? "set" : "NULL");
+    if (p->rotary_cos) {
+        const int32_t R = p->rotary_dim;
+        RETURN_IF(R <= 0 || R % 2 != 0 || R > D, KVATTN_ERR_INVALID_ARGUMENT,
+                  "rotary_dim: R=%d must be even and in [2, head_dim=%d]", R, D);
+        RETURN_IF(p->rotary_max_pos < 0, KVATTN_ERR_INVALID_ARGUMENT, "rotary_max_pos: %d must be >= 0",
+                  p->rotary_max_pos);
+        RETURN_IF(p->rotary_dtype != KVATTN_F32 && p->rotary_dtype != p->dtype, KVATTN_ERR_INVALID_ARGUMENT,
+                  "rotary_dtype: %d must be f32 (0) or the dtype of q (%s)", (int)p->rotary_dtype, dtype_name(p->dtype));
+        RETURN_IF(p->rotary_row_stride < 0 || (p->rotary_row_stride != 0 && p->rotary_row_stride < R / 2),
+                  KVATTN_ERR_INVALID_ARGUMENT, "rotary_row_stride: %lld must be 0 or >= rotary_dim/2=%d",
+                  (long long)p->rotary_row_stride, R / 2);
+        int64_t ext[2] = {p->rotary_max_pos, R / 2}, str[2] = {p->rotary_row_stride ? p->rotary_row_stride : R / 2, 1};
+        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+                  "rotary_cos: rotary_max_pos=%d rows of stride %lld overflow int64 offsets", p->rotary_max_pos,
+                  (long long)str[0]);
+    }
+
+    /* ALiBi */
+    if (p->alibi_slopes) {
+        RETURN_IF(p->alibi_batch_stride != 0 && p->alibi_batch_stride < H, KVATTN_ERR_INVALID_ARGUMENT,
+                  "alibi_batch_stride: %lld must be 0 ([H] slopes) or >= num_heads=%d ([B, H] slopes)",
+                  (long long)p->alibi_batch_stride, H);
+        int64_t ext[2] = {B, H}, str[2] = {p->alibi_batch_stride, 1};
+        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+                  "alibi_slopes: B=%d rows of stride %lld overflow int64 offsets", B, (long long)p->alibi_batch_stride);
+    }
+    return KVATTN_OK;
+}
