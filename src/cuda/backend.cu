@@ -1,0 +1,408 @@
+/* backend.cu — the host half of the CUDA backend: device facts, the workspace layout, and the three small
+ * kernels that run before attention (check each sequence on the device, finalize the status record, append
+ * the new tokens with fused rotary). Everything is enqueued on the caller's stream: no allocation, no copy
+ * between host and device, no synchronization (kv_cuda_status_read is the one exception, at the host's call).
+ * B sequences, H query heads, Hk KV heads, D head dim (as in kvattn.h). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+
+/* ---- device facts, cached per device ------------------------------------------------------------------ */
+#define KV_MAX_DEVICES 64
+static kv_device_info g_device_info[KV_MAX_DEVICES];
+static int g_device_info_ready[KV_MAX_DEVICES]; /* 0/1, published with release after the fields */
+
+int kv_device_info_get(kv_device_info *info) {
+    int device = 0;
+    KV_CUDA_CHECK_RET(cudaGetDevice(&device));
+    if (device < 0 || device >= KV_MAX_DEVICES)
+        return kv_set_error(KVATTN_ERR_UNSUPPORTED, "device ordinal %d: at most %d devices supported", device,
+                            KV_MAX_DEVICES);
+    if (__atomic_load_n(&g_device_info_ready[device], __ATOMIC_ACQUIRE)) {
+        *info = g_device_info[device];
+        return KVATTN_OK;
+    }
+    /* Two threads may both get here; they write the same values, so the race is benign. */
+    kv_device_info d;
+    d.device = device;
+    KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
+    KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    g_device_info[device] = d;
+    __atomic_store_n(&g_device_info_ready[device], 1, __ATOMIC_RELEASE);
+    *info = d;
+    return KVATTN_OK;
+}
+
+extern "C" int kv_cuda_available(void) {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError(); /* "no device" is not sticky; do not leave it for the caller's next check */
+        return 0;
+    }
+    return count > 0;
+}
+
+/* ---- workspace layout (see cuda_internal.cuh) ---------------------------------------------------------
+ *   [0, 256)                 kvattn_device_status
+ *   [256, 256 + round(B))    int8 seq_ok[B]: the check kernel writes each sequence's KVATTN_FLAG_* bits
+ *                            there; the finalize kernel turns them into 1 (ok) / 0 (skip)
+ *   [attn_offset, ...)       the attention half's scratch */
+#define KV_WS_ALIGN 256
+#define KV_WS_STATUS_BYTES 256
+static size_t kv_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+size_t kv_ws_attn_offset(const kvattn_params *p) {
+    size_t B = p->batch > 0 ? (size_t)p->batch : 0;
+    return KV_WS_STATUS_BYTES + kv_round_up(B, KV_WS_ALIGN);
+}
+
+/* Device facts for sizing; without a device, a fixed stand-in (the size then only has to be self-consistent
+ * for validation, since no call can run). */
+static kv_device_info kv_device_info_or_default(void) {
+    kv_device_info dev;
+    if (kv_device_info_get(&dev) != KVATTN_OK) {
+        dev.device = -1;
+        dev.num_sms = 132;
+        dev.max_smem_optin = 227 * 1024;
+    }
+    return dev;
+}
+
+extern "C" size_t kv_cuda_workspace_size(const kvattn_params *p) {
+    kv_device_info dev = kv_device_info_or_default();
+    return kv_ws_attn_offset(p) + kv_attn_workspace_bytes(p, &dev);
+}
+
+/* Largest head dim the append kernel stages in shared memory: 256 threads x 8 channels. */
+#define KV_APPEND_THREADS 256
+#define KV_APPEND_MAX_CHUNKS KV_APPEND_THREADS
+
+extern "C" int kv_cuda_check(const kvattn_params *p) {
+    RETURN_IF(p->dtype != KVATTN_F16 && p->dtype != KVATTN_BF16, KVATTN_ERR_UNSUPPORTED,
+              "dtype=%d: the CUDA backend supports fp16 (%d) and bf16 (%d)", p->dtype, KVATTN_F16, KVATTN_BF16);
+    RETURN_IF((p->head_dim + 7) / 8 > KV_APPEND_MAX_CHUNKS, KVATTN_ERR_UNSUPPORTED,
+              "head_dim=%d: the CUDA backend supports head_dim <= %d", p->head_dim, KV_APPEND_MAX_CHUNKS * 8);
+    return kv_attn_supported(p);
+}
+
+/* ---- the check kernel ----------------------------------------------------------------------------------
+ * grid [B], block [KV_CHECK_THREADS]. Block b performs every data-dependent check of SPEC step 1 on sequence
+ * b and writes its KVATTN_FLAG_* bits (0 = ok) to seq_ok[b]. cu_seqlens are checked locally here
+ * (0 <= cu[b] <= cu[b+1] <= total, cu[0] = 0); the finalize kernel turns a local failure anywhere into a
+ * batch-wide one, because a broken cu_seqlens array leaves the row partition itself undefined. The page
+ * indices of positions [L, S + n_new) are read by all threads of the block, four loads in flight each. */
+#define KV_CHECK_THREADS 256
+
+static __device__ int kv_check_rows(const int32_t *cu, int b, int B, int32_t total) {
+    int32_t lo = cu[b], hi = cu[b + 1];
+    return lo < 0 || hi < lo || hi > total || (b == 0 && lo != 0);
+}
+
+__global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid_constant__ kvattn_params p, int8_t *seq_ok) {
+    __shared__ int s_flags;
+    __shared__ int32_t s_slot_lo, s_slot_hi; /* page slots to check, inclusive; lo > hi when none */
+    const int b = blockIdx.x;
+    if (threadIdx.x == 0) {
+        int flags = 0;
+        int32_t slot_lo = 0, slot_hi = -1;
+        if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.batch, p.total_q)) flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+        if (p.k_new && p.cu_seqlens_knew && kv_check_rows(p.cu_seqlens_knew, b, p.batch, p.total_knew))
+            flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+        if (!flags) {
+            kv_seq s = kv_seq_get(&p, b);
+            int64_t end = (int64_t)s.S + s.n_new; /* one past the last position written and attended */
+            if (s.S < 0 || s.L < 0 || s.L > s.S) flags |= KVATTN_FLAG_BAD_LEFTPAD;
+            if (end > s.C) flags |= KVATTN_FLAG_CAPACITY;
+            if (!p.block_table) {
+                int32_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+                if (row < 0 || row >= p.cache_batch) flags |= KVATTN_FLAG_BATCH_IDX;
+            }
+            if (p.rotary_cos && (end > p.rotary_max_pos || (int64_t)s.n_q > end)) flags |= KVATTN_FLAG_ROTARY_RANGE;
+            /* Page slots are read only when the positions fit the capacity, so slots < max_pages_per_seq. */
+            if (p.block_table && !(flags & (KVATTN_FLAG_BAD_LEFTPAD | KVATTN_FLAG_CAPACITY)) && end > s.L) {
+                slot_lo = s.L / p.page_size;
+                slot_hi = (int32_t)((end - 1) / p.page_size);
+            }
+        }
+        s_flags = flags;
+        s_slot_lo = slot_lo;
+        s_slot_hi = slot_hi;
+    }
+    __syncthreads();
+    const int32_t slot_lo = s_slot_lo, slot_hi = s_slot_hi;
+    const int32_t *table = p.block_table ? p.block_table + (int64_t)b * p.block_table_batch_stride : NULL;
+    int bad = 0;
+    for (int32_t s0 = slot_lo + (int32_t)threadIdx.x; s0 <= slot_hi; s0 += 4 * KV_CHECK_THREADS) {
+        int32_t pg[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int32_t s = s0 + k * KV_CHECK_THREADS;
+            pg[k] = s <= slot_hi ? table[s] : 0;
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) bad |= pg[k] < 0 || pg[k] >= p.num_pages;
+    }
+    bad = __syncthreads_or(bad);
+    if (threadIdx.x == 0) seq_ok[b] = (int8_t)(s_flags | (bad ? KVATTN_FLAG_PAGE_INDEX : 0));
+}
+
+/* ---- the finalize kernel -------------------------------------------------------------------------------
+ * grid [1], block [KV_FINALIZE_THREADS]. Reads the flags of all B sequences, writes the status record
+ * (flags OR'ed, number failed, smallest failing index; integer reductions, so deterministic) and turns
+ * seq_ok[b] into 1 (append and attend) or 0 (skip). A cu_seqlens failure anywhere fails every sequence.
+ * It rewrites the whole record on every call, so nothing has to be reset before it. */
+#define KV_FINALIZE_THREADS 1024
+
+__global__ void __launch_bounds__(KV_FINALIZE_THREADS) kv_finalize_kernel(int B, int8_t *seq_ok,
+                                                                          kvattn_device_status *status) {
+    __shared__ int s_or, s_count, s_first;
+    if (threadIdx.x == 0) {
+        s_or = 0;
+        s_count = 0;
+        s_first = B;
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < B; b += blockDim.x) {
+        int f = seq_ok[b];
+        if (f) {
+            atomicOr(&s_or, f);
+            atomicAdd(&s_count, 1);
+            atomicMin(&s_first, b);
+        }
+    }
+    __syncthreads();
+    const int batch_bad = s_or & KVATTN_FLAG_BAD_CU_SEQLENS;
+    for (int b = threadIdx.x; b < B; b += blockDim.x) {
+        int f = seq_ok[b]; /* read by this same thread in the first loop; nobody else writes it */
+        seq_ok[b] = (int8_t)(f == 0 && !batch_bad);
+    }
+    if (threadIdx.x == 0) {
+        kvattn_device_status st;
+        st.flags = s_or;
+        st.num_failed = batch_bad ? B : s_count;
+        st.first_failed = batch_bad ? 0 : (s_count ? s_first : -1);
+        st.reserved = 0;
+        *status = st;
+    }
+}
+
+/* ---- the append kernel ----------------------------------------------------------------------------------
+ * k_new, v_new [rows, Hk, D] -> k_cache, v_cache at positions S + t of each ok sequence.
+ * One thread owns a chunk of 8 channels of one (new row, kv head) unit; a block owns 256 / chunks units.
+ * 1. find the sequence b of the row (binary search in cu_seqlens_knew, valid when any sequence is ok);
+ * 2. load the K chunk (16 bytes when aligned) into fp32 and, with rotary, stage the unit in shared memory
+ *    so that every channel can read its partner (GPT-J: c^1, GPT-NeoX: c +- R/2, any R);
+ * 3. out[c] = x[c] * cos - x[partner] * sin * sign, in fp32 without contraction (the same evaluation as the
+ *    C expression on the CPU), rounded once; channels >= R are copied;
+ * 4. copy the V chunk unchanged. Destinations come from kv_cache_offset (never -1 for an ok sequence). */
+template <typename T> struct kv_elem;
+template <> struct kv_elem<__half> {
+    static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+    static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+};
+template <> struct kv_elem<__nv_bfloat16> {
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+};
+
+static __device__ __forceinline__ float kv_load_rotary(const void *base, int rotary_dtype, int64_t idx) {
+    if (rotary_dtype == KVATTN_F32) return ((const float *)base)[idx];
+    if (rotary_dtype == KVATTN_BF16) return __bfloat162float(((const __nv_bfloat16 *)base)[idx]);
+    return __half2float(((const __half *)base)[idx]);
+}
+
+/* Copies n (<= 8) elements; 16-byte access when vec (then n == 8 and both addresses are 16-byte aligned). */
+template <typename T> static __device__ __forceinline__ void kv_load8(const T *src, int n, int vec, T *dst) {
+    if (vec) {
+        *(uint4 *)dst = __ldg((const uint4 *)src);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < n) dst[e] = src[e];
+    }
+}
+template <typename T> static __device__ __forceinline__ void kv_store8(T *dst, int n, int vec, const T *src) {
+    if (vec) {
+        *(uint4 *)dst = *(const uint4 *)src;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < n) dst[e] = src[e];
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(KV_APPEND_THREADS)
+    kv_append_kernel(const __grid_constant__ kvattn_params p, const int8_t *seq_ok, int64_t total_rows, int chunks, int vec) {
+    __shared__ float stage[KV_APPEND_THREADS * 8];
+    const int D = p.head_dim, Hk = p.num_kv_heads;
+    const int units_per_block = KV_APPEND_THREADS / chunks;
+    const int u = threadIdx.x / chunks, c0 = (threadIdx.x % chunks) * 8;
+    const int n = D - c0 < 8 ? D - c0 : 8;
+    const int has_rotary = p.rotary_cos != NULL;
+    const int R = has_rotary ? p.rotary_dim : 0;
+    const int64_t rot_stride = p.rotary_row_stride ? p.rotary_row_stride : R / 2;
+    const int64_t total_units = total_rows * Hk;
+    const int varlen = p.cu_seqlens_knew != NULL;
+
+    for (int64_t base = (int64_t)blockIdx.x * units_per_block; base < total_units;
+         base += (int64_t)gridDim.x * units_per_block) {
+        const int64_t unit = base + u;
+        int active = u < units_per_block && unit < total_units;
+        int b = 0;
+        int32_t t = 0;
+        int kv_head = 0;
+        if (active) {
+            const int64_t row = unit / Hk;
+            kv_head = (int)(unit - row * Hk);
+            if (varlen) {
+                /* largest b in [0, B) with cu[b] <= row; the row must also lie before cu[b + 1] */
+                int lo = 0, hi = p.batch - 1;
+                while (lo < hi) {
+                    int mid = (lo + hi + 1) / 2;
+                    if (p.cu_seqlens_knew[mid] <= row) lo = mid; else hi = mid - 1;
+                }
+                b = lo;
+                t = (int32_t)(row - p.cu_seqlens_knew[b]);
+                active = p.cu_seqlens_knew[b] <= row && row < p.cu_seqlens_knew[b + 1];
+            } else {
+                b = (int)(row / p.seqlen_knew);
+                t = (int32_t)(row - (int64_t)b * p.seqlen_knew);
+            }
+            active = active && seq_ok[b];
+        }
+        kv_seq s;
+        const T *k_src = NULL;
+        T kx[8];
+        if (active) {
+            s = kv_seq_get(&p, b);
+            k_src = (const T *)p.k_new + kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride, p.knew_row_stride) +
+                    (int64_t)kv_head * p.knew_head_stride;
+            kv_load8(k_src + c0, n, vec, kx);
+            if (has_rotary) {
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    if (e < n) stage[u * D + c0 + e] = kv_elem<T>::to_f(kx[e]);
+            }
+        }
+        if (has_rotary) __syncthreads();
+        if (active) {
+            const int32_t pos = s.S + t;
+            const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+            if (c0 < R) {
+                const int interleaved = p.rotary_interleaved;
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int c = c0 + e;
+                    if (e >= n || c >= R) continue;
+                    const int64_t ri = (int64_t)pos * rot_stride + kv_rope_pair(c, R, interleaved);
+                    const float cs = kv_load_rotary(p.rotary_cos, p.rotary_dtype, ri);
+                    const float sn = kv_load_rotary(p.rotary_sin, p.rotary_dtype, ri);
+                    const float x = stage[u * D + c];
+                    const float y = stage[u * D + kv_rope_partner(c, R, interleaved)];
+                    const float r = __fsub_rn(__fmul_rn(x, cs), __fmul_rn(__fmul_rn(y, sn), kv_rope_sign(c, R, interleaved)));
+                    kx[e] = kv_elem<T>::from_f(r);
+                }
+            }
+            const int64_t k_off = kv_cache_offset(&p, b, cache_row, pos, kv_head, p.k_batch_stride, p.k_row_stride,
+                                                  p.k_head_stride);
+            const int64_t v_off = kv_cache_offset(&p, b, cache_row, pos, kv_head, p.v_batch_stride, p.v_row_stride,
+                                                  p.v_head_stride);
+            if (k_off >= 0) kv_store8((T *)p.k_cache + k_off + c0, n, vec, kx);
+            const T *v_src = (const T *)p.v_new + kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride,
+                                                                p.vnew_row_stride) +
+                             (int64_t)kv_head * p.vnew_head_stride;
+            T vx[8];
+            kv_load8(v_src + c0, n, vec, vx);
+            if (v_off >= 0) kv_store8((T *)p.v_cache + v_off + c0, n, vec, vx);
+        }
+        if (has_rotary) __syncthreads(); /* the next unit reuses the stage */
+    }
+}
+
+/* 16-byte access is possible when every base is 16-byte aligned and every stride a multiple of 8 elements. */
+static int kv_append_vectorizable(const kvattn_params *p) {
+    if (p->head_dim % 8) return 0;
+    const void *ptrs[4] = {p->k_new, p->v_new, p->k_cache, p->v_cache};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)ptrs[i] % 16) return 0;
+    const int64_t strides[12] = {p->knew_batch_stride, p->knew_row_stride, p->knew_head_stride,
+                                 p->vnew_batch_stride, p->vnew_row_stride, p->vnew_head_stride,
+                                 p->k_batch_stride,    p->k_row_stride,    p->k_head_stride,
+                                 p->v_batch_stride,    p->v_row_stride,    p->v_head_stride};
+    for (int i = 0; i < 12; i++) {
+        /* batch strides of the new rows only matter in fixed mode */
+        if ((i == 0 || i == 3) && p->cu_seqlens_knew) continue;
+        if (strides[i] % 8) return 0;
+    }
+    return 1;
+}
+
+/* ---- entry points -------------------------------------------------------------------------------------- */
+#define KV_LAUNCH_CHECK(what)                                                                                \
+    do {                                                                                                     \
+        cudaError_t err_ = cudaGetLastError();                                                               \
+        if (err_ != cudaSuccess)                                                                             \
+            return kv_set_error(KVATTN_ERR_CUDA, "%s launch: %s", what, cudaGetErrorString(err_));          \
+    } while (0)
+
+extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t workspace_bytes, void *stream_) {
+    cudaStream_t stream = (cudaStream_t)stream_;
+    kv_device_info dev;
+    int st = kv_device_info_get(&dev);
+    if (st != KVATTN_OK) return st;
+    const size_t attn_offset = kv_ws_attn_offset(p);
+    const size_t need = attn_offset + kv_attn_workspace_bytes(p, &dev);
+    RETURN_IF(workspace == NULL || workspace_bytes < need, KVATTN_ERR_WORKSPACE,
+              "workspace: %zu bytes at %p, need %zu (kvattn_workspace_size)", workspace_bytes, workspace, need);
+    RETURN_IF((uintptr_t)workspace % 16, KVATTN_ERR_WORKSPACE, "workspace: %p must be 16-byte aligned", workspace);
+
+    char *ws = (char *)workspace;
+    kvattn_device_status *status = (kvattn_device_status *)ws;
+    int8_t *seq_ok = (int8_t *)(ws + KV_WS_STATUS_BYTES);
+    const int B = p->batch;
+
+    /* (1) check every sequence, (2) finalize the status record and the ok flags (also for B = 0) */
+    if (B > 0) {
+        kv_check_kernel<<<B, KV_CHECK_THREADS, 0, stream>>>(*p, seq_ok);
+        KV_LAUNCH_CHECK("kv_check_kernel");
+    }
+    kv_finalize_kernel<<<1, KV_FINALIZE_THREADS, 0, stream>>>(B, seq_ok, status);
+    KV_LAUNCH_CHECK("kv_finalize_kernel");
+    if (B == 0) return KVATTN_OK;
+
+    /* (3) append the new tokens of the ok sequences */
+    const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)B * p->seqlen_knew;
+    if (new_rows > 0 && p->num_kv_heads > 0) {
+        const int chunks = (p->head_dim + 7) / 8;
+        const int units_per_block = KV_APPEND_THREADS / chunks;
+        const int64_t units = new_rows * p->num_kv_heads;
+        int64_t blocks = (units + units_per_block - 1) / units_per_block;
+        const int64_t max_blocks = (int64_t)dev.num_sms * 16; /* grid-stride beyond that */
+        if (blocks > max_blocks) blocks = max_blocks;
+        const int vec = kv_append_vectorizable(p);
+        if (p->dtype == KVATTN_BF16)
+            kv_append_kernel<__nv_bfloat16><<<(unsigned)blocks, KV_APPEND_THREADS, 0, stream>>>(*p, seq_ok, new_rows, chunks, vec);
+        else
+            kv_append_kernel<__half><<<(unsigned)blocks, KV_APPEND_THREADS, 0, stream>>>(*p, seq_ok, new_rows, chunks, vec);
+        KV_LAUNCH_CHECK("kv_append_kernel");
+    }
+
+    /* (4) attention over the ok sequences */
+    return kv_attn_launch(p, seq_ok, ws + attn_offset, workspace_bytes - attn_offset, &dev, stream);
+}
+
+extern "C" int kv_cuda_status_read(const void *workspace, void *stream_, kvattn_device_status *out) {
+    RETURN_IF(workspace == NULL || out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "status read: workspace=%p out=%p",
+              workspace, (void *)out);
+    cudaStream_t stream = (cudaStream_t)stream_;
+    kvattn_device_status st;
+    KV_CUDA_CHECK_RET(cudaMemcpyAsync(&st, workspace, sizeof st, cudaMemcpyDeviceToHost, stream));
+    KV_CUDA_CHECK_RET(cudaStreamSynchronize(stream));
+    *out = st;
+    return KVATTN_OK;
+}
