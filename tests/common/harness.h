@@ -1,0 +1,101 @@
+/* harness.h — what every kvattn test shares: backend memory with guard bytes (host or CUDA), poisoned outputs,
+ * seeded random fills, a "problem" (host mirror + backend copy of every tensor of one call), and the checks
+ * of a backend's result against the float64 reference (ref.h) with per-dtype tolerances.
+ * B sequences, H query heads, Hk key/value heads, D head dim. */
+#ifndef KVATTN_TEST_HARNESS_H
+#define KVATTN_TEST_HARNESS_H
+
+#include "kvattn.h"
+#include "ref.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- counting, reporting ---------------------------------------------------------------------------- */
+/* Prints "<name>: seed=..." and seeds the generator (KVATTN_TEST_SEED fixes the seed). */
+void kvt_init(const char *test_name);
+int kvt_quick(void);   /* KVATTN_TEST_QUICK=1: smaller grids (sanitizers) */
+void kvt_case_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void kvt_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* marks the case failed */
+int kvt_case_failed(void);
+void kvt_case_end(void);                   /* counts the case as passed or failed */
+void kvt_case_skip(const char *why);       /* counts the case as skipped (never as passed) */
+void kvt_note_failure(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* a failure outside cases */
+/* Prints "<name>: N passed, M failed, K skipped" and returns the exit code (nonzero on any failure). */
+int kvt_finish(void);
+
+/* ---- random ------------------------------------------------------------------------------------------ */
+uint64_t kvt_rand_u64(void);
+int kvt_randint(int lo, int hi);             /* uniform in [lo, hi] */
+double kvt_uniform(double lo, double hi);
+int kvt_pick(const int *values, int n);      /* one of values[0..n) */
+void kvt_shuffle(int32_t *a, int n);
+/* Fills n elements of a typed array (rounded to dtype) with uniform values in [lo, hi). */
+void kvt_fill(int dtype, void *base, int64_t n, double lo, double hi);
+
+/* ---- backend memory with guards -----------------------------------------------------------------------
+ * KVT_GUARD bytes of a fixed pattern before and after every allocation, checked after each call (on CUDA by
+ * downloading the guard regions). */
+#define KVT_GUARD 256
+typedef struct kvt_buf {
+    int backend;
+    size_t bytes;
+    unsigned char *raw; /* host or device base of the whole allocation (guards included) */
+    void *ptr;          /* raw + KVT_GUARD */
+} kvt_buf;
+kvt_buf kvt_alloc(int backend, size_t bytes);              /* ptr == NULL on failure */
+void kvt_free(kvt_buf *b);
+int kvt_upload(kvt_buf *b, const void *host, size_t bytes);  /* returns 0 on success */
+int kvt_download(const kvt_buf *b, void *host, size_t bytes);
+int kvt_guards_ok(const kvt_buf *b);                        /* 1 if both guard regions are intact */
+
+/* A tensor with a host mirror (what the reference reads and writes) and a backend copy. */
+typedef struct kvt_arr {
+    const char *name;
+    int used;     /* 0: the params field stays NULL */
+    size_t bytes;
+    void *host;
+    kvt_buf dev;
+} kvt_arr;
+
+/* ---- one call: every tensor of kvattn_params twice ------------------------------------------------------ */
+typedef struct kvt_problem {
+    int backend;
+    kvattn_params ph; /* host pointers: what the reference gets */
+    kvattn_params pd; /* backend pointers: what kvattn_forward gets */
+    kvt_arr q, k_new, v_new, k_cache, v_cache, out, lse;
+    kvt_arr cu_q, cu_knew, seqlens, leftpad, batch_idx, block_table, rot_cos, rot_sin, alibi;
+    kvt_buf workspace;
+    int ws_override;  /* 1: pass ws_bytes as the workspace size instead of the queried one (bad-input test) */
+    size_t ws_bytes;
+} kvt_problem;
+
+/* Allocates a tensor of `bytes` (host zeroed, at least 16 bytes) and marks it used. */
+void kvt_arr_alloc(kvt_problem *P, kvt_arr *a, const char *name, size_t bytes);
+/* Frees every tensor but the two caches (which persist across the steps of a generation loop). */
+void kvt_problem_free_io(kvt_problem *P);
+void kvt_problem_free(kvt_problem *P);
+/* Copies scalars and strides of ph into pd, points both at their tensors, poisons out/lse (host and backend)
+ * and uploads every tensor. upload_caches = 0 keeps the backend caches as they are. Returns 0 on success. */
+int kvt_problem_upload(kvt_problem *P, int upload_caches);
+
+/* What a call should do: status, and on CUDA the device flag and the skipped sequence. */
+typedef struct kvt_expect {
+    int status;    /* expected return of kvattn_forward */
+    int flag;      /* CUDA: expected KVATTN_FLAG_* bit in the device status (0 = none) */
+    int skip_seq;  /* CUDA bad data: the sequence that must be left untouched (-1 none) */
+    int no_change; /* 1: nothing may change at all (the call is rejected) */
+    int any_seq;   /* CUDA bad cu_seqlens: do not check which sequences were computed */
+} kvt_expect;
+kvt_expect kvt_expect_ok(void);
+
+/* Runs kvattn_forward on the backend and the reference on the host mirror, then checks status, guards,
+ * out (every element written, right values, padding untouched), softmax_lse, and both caches (appended rows
+ * within tolerance, all other bytes identical). Returns 1 if the backend answered KVATTN_ERR_UNSUPPORTED
+ * (caller counts a skip), else 0; failures are recorded with kvt_failf. */
+int kvt_problem_run(kvt_problem *P, kvt_expect e);
+
+/* Element-level comparisons used by kvt_problem_run (exposed for the inflight test's whole-cache check). */
+void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
+                     int skip_seq, int appended);
+
+#endif
