@@ -174,13 +174,15 @@ static int cu_ok(const int32_t *cu, int B, int32_t total) {
     return cu[B] <= total;
 }
 
-int kvref_check(const kvattn_params *p, int *bad_seq) {
+/* kvref_check, leaving sequence skip_seq out (-1: none) */
+static int check_skip(const kvattn_params *p, int *bad_seq, int skip_seq) {
     *bad_seq = -1;
     if (p->batch <= 0) return 0;
     if (p->cu_seqlens_q && !cu_ok(p->cu_seqlens_q, p->batch, p->total_q)) return KVATTN_FLAG_BAD_CU_SEQLENS;
     if (p->k_new && p->cu_seqlens_knew && !cu_ok(p->cu_seqlens_knew, p->batch, p->total_knew))
         return KVATTN_FLAG_BAD_CU_SEQLENS;
     for (int b = 0; b < p->batch; b++) {
+        if (b == skip_seq) continue;
         kvref_seq s = kvref_seq_of(p, b);
         *bad_seq = b;
         if (s.S < 0 || s.L < 0 || s.L > s.S) return KVATTN_FLAG_BAD_LEFTPAD;
@@ -198,6 +200,8 @@ int kvref_check(const kvattn_params *p, int *bad_seq) {
     *bad_seq = -1;
     return 0;
 }
+
+int kvref_check(const kvattn_params *p, int *bad_seq) { return check_skip(p, bad_seq, -1); }
 
 /* ---- rotary: pairs (2i, 2i+1) interleaved, else (i, i + R/2); the first of a pair gets x cos - y sin, the
  * second y cos + x sin, with cos/sin of pair i at position pos. */
@@ -234,7 +238,7 @@ double kvref_rope_channel(const kvattn_params *p, const void *row, int c, int32_
 /* ---- the call --------------------------------------------------------------------------------------------- */
 int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq) {
     int bad;
-    int flag = kvref_check(p, &bad);
+    int flag = check_skip(p, &bad, skip_seq);
     if (flag) return flag;
     const int B = p->batch, H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim, dt = p->dtype;
     const int es = kvref_dtype_size(dt);
