@@ -205,9 +205,9 @@ KVATTN_API int kvattn_pages_create(kvattn_pages **out, int32_t num_pages, int32_
 KVATTN_API void kvattn_pages_destroy(kvattn_pages *pool);
 /* Starts an empty sequence; *seq_id receives its id (ids of released sequences are reused). */
 KVATTN_API int kvattn_pages_add_seq(kvattn_pages *pool, int32_t *seq_id);
-/* Starts a sequence that shares the first `n_tokens` tokens of `parent` (the pages wholly inside that prefix
- * are shared and reference-counted; n_tokens must be a multiple of page_size or equal to the parent's
- * length when that ends on a page boundary). *seq_id receives the new id; its length is n_tokens. */
+/* Starts a sequence that shares the first `n_tokens` tokens of `parent` (those pages are shared and
+ * reference-counted; n_tokens must be a multiple of page_size in [0, parent's length]: only whole pages are
+ * shared, so the caller copies a partial last page itself). *seq_id receives the new id; its length is n_tokens. */
 KVATTN_API int kvattn_pages_fork(kvattn_pages *pool, int32_t parent, int32_t n_tokens, int32_t *seq_id);
 /* Makes room for n_tokens more tokens in seq_id (taking free pages as needed) and counts them as appended:
  * the sequence's length grows by n_tokens. Returns KVATTN_ERR_OUT_OF_PAGES (nothing changed) when the pool
@@ -223,7 +223,7 @@ KVATTN_API int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id);
 KVATTN_API int kvattn_pages_fill(const kvattn_pages *pool, const int32_t *seq_ids, int32_t n,
                                  const int32_t *pending, int32_t *block_table, int64_t block_table_stride,
                                  int32_t max_pages_per_seq, int32_t *cache_seqlens);
-/* Queries: free pages, pages in use, a sequence's length and page count (-1 for an unknown id). */
+/* Queries: free pages, pages in use, a sequence's length and page count (-1 for an unknown id or a NULL pool). */
 KVATTN_API int32_t kvattn_pages_free_count(const kvattn_pages *pool);
 KVATTN_API int32_t kvattn_pages_used_count(const kvattn_pages *pool);
 KVATTN_API int32_t kvattn_pages_seq_len(const kvattn_pages *pool, int32_t seq_id);
