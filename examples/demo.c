@@ -221,8 +221,8 @@ int main(int argc, char **argv) {
     g_cuda = !cfg.force_cpu && kvattn_backend_available(KVATTN_BACKEND_CUDA);
     const int backend = g_cuda ? KVATTN_BACKEND_CUDA : KVATTN_BACKEND_CPU;
     /* the CPU is much slower: a shorter stream keeps the run to seconds */
-    if (cfg.requests < 0) cfg.requests = g_cuda ? 1024 : 40;
-    if (cfg.max_new < 0) cfg.max_new = g_cuda ? 256 : 48;
+    if (cfg.requests < 0) cfg.requests = g_cuda ? 1024 : 64;
+    if (cfg.max_new < 0) cfg.max_new = g_cuda ? 256 : 64;
     if (cfg.arrival_gap < 0) cfg.arrival_gap = g_cuda ? 0.08 : 1.2;
     if (cfg.max_new < 1) cfg.max_new = 1;
 
@@ -483,7 +483,7 @@ int main(int argc, char **argv) {
             for (int b = 0; b < B && off < (int)sizeof lens - 16; b++)
                 off += snprintf(lens + off, sizeof lens - (size_t)off, "%s%d", b ? "," : "", n_tok[b]);
             snprintf(lens + off, sizeof lens - (size_t)off, "]");
-            printf("step %4d  B=%2d  q lens %-64s tokens %5d  pages %4d used %4d free  %8.2f ms  %9.0f tok/s%s\n", step,
+            printf("step %4d  B=%2d  q lens %-50s tokens %5d  pages %4d used %4d free  %8.2f ms  %9.0f tok/s%s\n", step,
                    B, lens, total, used, kvattn_pages_free_count(pool), dt * 1e3, total / dt, check_note);
         }
 
