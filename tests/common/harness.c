@@ -113,8 +113,25 @@ void kvt_shuffle(int32_t *a, int n) {
         a[j] = t;
     }
 }
+uint64_t kvt_rng_get(void) { return g_rng; }
+void kvt_rng_set(uint64_t state) { g_rng = state; }
+
+/* Fills are a large share of a test's time: 16-bit values are made by truncating an fp32 draw (any valid
+ * value in range will do for an input; only the reference's stores need round-to-nearest-even). */
 void kvt_fill(int dtype, void *base, int64_t n, double lo, double hi) {
-    for (int64_t i = 0; i < n; i++) kvref_store(dtype, base, i, kvt_uniform(lo, hi));
+    for (int64_t i = 0; i < n; i++) {
+        float x = (float)kvt_uniform(lo, hi);
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        if (dtype == KVATTN_F32) ((float *)base)[i] = x;
+        else if (dtype == KVATTN_BF16) ((uint16_t *)base)[i] = (uint16_t)(u >> 16);
+        else {
+            int e = (int)((u >> 23) & 255) - 127 + 15;
+            uint16_t h = (uint16_t)((u >> 16) & 0x8000);
+            if (e > 0 && e < 31) h |= (uint16_t)((e << 10) | ((u >> 13) & 1023));
+            ((uint16_t *)base)[i] = h;
+        }
+    }
 }
 
 /* ---- memory ---------------------------------------------------------------------------------------------- */
@@ -237,8 +254,8 @@ void kvt_problem_free(kvt_problem *P) {
     arr_free(&P->v_cache);
 }
 
-#define HOSTP(a) ((a).used ? (a).host : NULL)
-#define DEVP(a) ((a).used ? (a).dev.ptr : NULL)
+#define HOSTP(a) ((a).used ? (void *)((char *)(a).host + (a).offset_bytes) : NULL)
+#define DEVP(a) ((a).used ? (void *)((char *)(a).dev.ptr + (a).offset_bytes) : NULL)
 
 int kvt_problem_upload(kvt_problem *P, int upload_caches) {
     kvattn_params *h = &P->ph, *d = &P->pd;
@@ -418,7 +435,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
  * one rounding (rotary in fp32 vs double): |got - exact| <= ulp + 8 * 2^-24 * (|x cos| + |y sin|). `expect` is
  * the reference's cache after its append; ph points at the host tensors (k_new etc.). */
 void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
-                     int skip_seq, int appended) {
+                     int skip_seq, int appended, int64_t view_offset) {
     if (memcmp(expect, got, bytes) == 0) return;
     const int dt = ph->dtype, es = kvref_dtype_size(dt), D = ph->head_dim;
     const char *name = which ? "v_cache" : "k_cache";
@@ -440,9 +457,10 @@ void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, con
                     for (int c = 0; c < D; c++) {
                         double mag;
                         double x = kvref_rope_channel(ph, row, c, s.S + t, &mag);
-                        if (o < 0 || (size_t)(o + c) >= n) continue;
-                        exact[o + c] = x;
-                        tol[o + c] = kvref_ulp(dt, x) + 8 * ldexp(1.0, -24) * mag;
+                        int64_t e = o < 0 ? -1 : o + view_offset + c; /* element in the whole allocation */
+                        if (e < 0 || (size_t)e >= n) continue;
+                        exact[e] = x;
+                        tol[e] = kvref_ulp(dt, x) + 8 * ldexp(1.0, -24) * mag;
                     }
                 }
         }
@@ -548,7 +566,7 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
         void *g = malloc(a->bytes ? a->bytes : 1);
         if (kvt_download(&a->dev, g, a->bytes)) kvt_failf("download of %s failed", a->name);
         else {
-            kvt_check_cache(ph, w, a->host, g, a->bytes, e.flag ? e.skip_seq : -1, !nothing);
+            kvt_check_cache(ph, w, a->host, g, a->bytes, e.flag ? e.skip_seq : -1, !nothing, a->offset_bytes / kvref_dtype_size(ph->dtype));
             /* checked: carry the backend's bytes forward (a 1-ulp rounding difference must not resurface in
              * the next step of a generation loop as an "untouched row changed") */
             memcpy(a->host, g, a->bytes);

@@ -30,6 +30,8 @@ double kvt_uniform(double lo, double hi);
 int kvt_pick(const int *values, int n);      /* one of values[0..n) */
 void kvt_shuffle(int32_t *a, int n);
 /* Fills n elements of a typed array (rounded to dtype) with uniform values in [lo, hi). */
+uint64_t kvt_rng_get(void);                  /* the generator's state, to replay a case on another backend */
+void kvt_rng_set(uint64_t state);
 void kvt_fill(int dtype, void *base, int64_t n, double lo, double hi);
 
 /* ---- backend memory with guards -----------------------------------------------------------------------
@@ -52,6 +54,7 @@ int kvt_guards_ok(const kvt_buf *b);                        /* 1 if both guard r
 typedef struct kvt_arr {
     const char *name;
     int used;     /* 0: the params field stays NULL */
+    size_t offset_bytes; /* the params field points this far into the allocation (a view) */
     size_t bytes;
     void *host;
     kvt_buf dev;
@@ -96,6 +99,7 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e);
 
 /* Element-level comparisons used by kvt_problem_run (exposed for the inflight test's whole-cache check). */
 void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
-                     int skip_seq, int appended);
+                     int skip_seq, int appended, int64_t view_offset);
+/* expect/got are whole allocations; view_offset (elements) is where ph's cache pointer starts in them. */
 
 #endif

@@ -1,0 +1,341 @@
+/* test_grid.c — a randomized grid of kvattn_forward calls checked against the float64 reference: head dims,
+ * ragged lengths that miss every tile size, contiguous and paged caches (shuffled pages, views), every option
+ * of SPEC.md, on the CPU backend and (when a GPU is present) on the CUDA backend with the same inputs.
+ * B sequences, H query heads, Hk key/value heads, D head dim. */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXB 6
+
+static int rand_len(const int *list, int n) {
+    int v = kvt_pick(list, n);
+    return v < 0 ? kvt_randint(1, -v) : v; /* a negative entry means "random in [1, -v]" */
+}
+
+/* Builds one random case into P (for P->backend) from the generator's current state; *desc gets a one-line
+ * description. Returns 0 if built, 1 if the case does not fit the time budget (caller draws again). */
+static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budget) {
+    static const int head_dims[] = {32, 59, 64, 80, 128, 256};
+    static const int dtypes[] = {KVATTN_F32, KVATTN_F16, KVATTN_BF16};
+    static const int qlens[] = {0, 1, 1, 3, 97, 512, -20};
+    static const int cachelens[] = {0, 1, 15, 16, 17, 255, 1025, 2999, -3000, -300};
+    static const int batches[] = {0, 1, 2, 2, 3, 4, 5};
+    static const int page_sizes[] = {1, 3, 16, 256};
+    kvattn_params *p = &P->ph;
+    *p = kvattn_params_default();
+    const int D = kvt_pick(head_dims, 6);
+    const int dt = kvt_pick(dtypes, 3);
+    const int es = kvref_dtype_size(dt);
+    const int Hk = kvt_randint(1, 3), group = kvt_pick((const int[]){1, 2, 4}, 3), H = Hk * group;
+    const int B = kvt_pick(batches, 7);
+    const int varlen = kvt_randint(0, 9) < 7;
+    const int has_new = kvt_randint(0, 3) > 0;
+    const int paged = kvt_randint(0, 1);
+    int nq[MAXB], nnew[MAXB], S[MAXB], L[MAXB];
+    int fixed_q = rand_len(qlens, 7), fixed_new = kvt_randint(0, 1) ? fixed_q : rand_len(qlens, 7);
+    const int use_leftpad = kvt_randint(0, 9) < 3;
+    int64_t cost = 0;
+    for (int b = 0; b < B; b++) {
+        nq[b] = varlen ? rand_len(qlens, 7) : fixed_q;
+        nnew[b] = !has_new ? 0 : varlen ? (kvt_randint(0, 1) ? nq[b] : rand_len(qlens, 7)) : fixed_new;
+        S[b] = rand_len(cachelens, 10);
+        L[b] = use_leftpad && kvt_randint(0, 2) ? kvt_randint(0, S[b]) : 0;
+        cost += (int64_t)nq[b] * (S[b] + nnew[b] - L[b]) * H * D;
+    }
+    if (cost > budget) return 1;
+
+    /* rotary needs every query at a position >= 0 */
+    int rotary = kvt_randint(0, 9) < 4;
+    for (int b = 0; b < B; b++)
+        if (nq[b] > S[b] + nnew[b]) rotary = 0;
+
+    /* ---- shapes of the row tensors (views: head and channel padding) ---- */
+    int hp = kvt_randint(0, 1), dp = kvt_pick((const int[]){0, 0, 8, 3}, 4);
+    int total_q = 0, total_new = 0, cu_q[MAXB + 1], cu_new[MAXB + 1];
+    cu_q[0] = cu_new[0] = 0;
+    for (int b = 0; b < B; b++) {
+        cu_q[b + 1] = cu_q[b] + nq[b];
+        cu_new[b + 1] = cu_new[b] + nnew[b];
+    }
+    total_q = cu_q[B];
+    total_new = cu_new[B];
+    p->dtype = dt;
+    p->batch = B;
+    p->num_heads = H;
+    p->num_kv_heads = Hk;
+    p->head_dim = D;
+    int64_t qrow = (int64_t)(H + hp) * (D + dp);
+    p->q_head_stride = D + dp;
+    p->q_row_stride = qrow;
+    int64_t qrows;
+    if (varlen) {
+        p->total_q = total_q;
+        kvt_arr_alloc(P, &P->cu_q, "cu_seqlens_q", (B + 1) * 4);
+        memcpy(P->cu_q.host, cu_q, (B + 1) * 4);
+        qrows = total_q;
+    } else {
+        p->seqlen_q = fixed_q;
+        p->q_batch_stride = (fixed_q + (fixed_q == 0 ? 1 : kvt_randint(0, 1))) * qrow;
+        qrows = B ? (int64_t)(B - 1) * (p->q_batch_stride / qrow) + fixed_q : 0;
+    }
+    kvt_arr_alloc(P, &P->q, "q", (size_t)qrows * qrow * es);
+    kvt_fill(dt, P->q.host, qrows * qrow, -4, 4);
+
+    /* out: its own padding */
+    int ohp = kvt_randint(0, 1), odp = kvt_pick((const int[]){0, 0, 5}, 3);
+    int64_t orow = (int64_t)(H + ohp) * (D + odp);
+    p->out_head_stride = D + odp;
+    p->out_row_stride = orow;
+    int64_t orows = varlen ? total_q : 0;
+    if (!varlen) {
+        p->out_batch_stride = (fixed_q + (fixed_q == 0 ? 1 : kvt_randint(0, 1))) * orow;
+        orows = B ? (int64_t)(B - 1) * (p->out_batch_stride / orow) + fixed_q : 0;
+    }
+    kvt_arr_alloc(P, &P->out, "out", (size_t)orows * orow * es);
+
+    /* softmax_lse: [H, total_q] / [total_q, H] (varlen) or [B, H, Sq] / [B, Sq, H] (fixed), maybe padded */
+    int lse_kind = kvt_randint(0, 4); /* 0: none */
+    if (lse_kind) {
+        int pad = kvt_randint(0, 2);
+        int64_t n;
+        int rows_per = varlen ? total_q : fixed_q;
+        if (lse_kind <= 2) { /* head-major */
+            p->lse_head_stride = rows_per + pad;
+            p->lse_row_stride = 1;
+            p->lse_batch_stride = (int64_t)H * (rows_per + pad);
+        } else {
+            p->lse_head_stride = 1;
+            p->lse_row_stride = H + pad;
+            p->lse_batch_stride = (int64_t)rows_per * (H + pad);
+        }
+        if (p->lse_batch_stride == 0) p->lse_batch_stride = 1;
+        n = varlen ? (lse_kind <= 2 ? (int64_t)H * (rows_per + pad) : (int64_t)rows_per * (H + pad))
+                   : (int64_t)B * p->lse_batch_stride;
+        kvt_arr_alloc(P, &P->lse, "softmax_lse", (size_t)n * 4);
+    }
+
+    /* new tokens */
+    if (has_new) {
+        int khp = kvt_randint(0, 1), vdp = kvt_pick((const int[]){0, 4}, 2);
+        p->knew_head_stride = D;
+        p->knew_row_stride = (int64_t)(Hk + khp) * D;
+        p->vnew_head_stride = D + vdp;
+        p->vnew_row_stride = (int64_t)Hk * (D + vdp);
+        int64_t krows = total_new, vrows = total_new;
+        if (varlen) {
+            p->total_knew = total_new;
+            kvt_arr_alloc(P, &P->cu_knew, "cu_seqlens_knew", (B + 1) * 4);
+            memcpy(P->cu_knew.host, cu_new, (B + 1) * 4);
+        } else {
+            p->seqlen_knew = fixed_new;
+            p->knew_batch_stride = (int64_t)(fixed_new + 1) * p->knew_row_stride;
+            p->vnew_batch_stride = (int64_t)(fixed_new + 1) * p->vnew_row_stride;
+            krows = vrows = (int64_t)B * (fixed_new + 1);
+        }
+        kvt_arr_alloc(P, &P->k_new, "k_new", (size_t)(krows * p->knew_row_stride) * es);
+        kvt_arr_alloc(P, &P->v_new, "v_new", (size_t)(vrows * p->vnew_row_stride) * es);
+        kvt_fill(dt, P->k_new.host, krows * p->knew_row_stride, -1, 1);
+        kvt_fill(dt, P->v_new.host, vrows * p->vnew_row_stride, -1, 1);
+    }
+
+    /* ---- the cache ---- */
+    int need_max = 1;
+    for (int b = 0; b < B; b++)
+        if (S[b] + nnew[b] > need_max) need_max = S[b] + nnew[b];
+    int chp = kvt_randint(0, 1), cdp = kvt_pick((const int[]){0, 8}, 2);
+    int view_head = chp ? kvt_randint(0, 1) : 0; /* the view may start at head 1 of the padded buffer */
+    int64_t cache_elems;
+    char layout[64];
+    int ps = 0;
+    if (paged) {
+        ps = kvt_pick(page_sizes, 4);
+        int pages_of[MAXB], total_pages = 0, maxp = 1;
+        for (int b = 0; b < B; b++) {
+            pages_of[b] = (S[b] + nnew[b] + ps - 1) / ps;
+            total_pages += pages_of[b];
+            if (pages_of[b] > maxp) maxp = pages_of[b];
+        }
+        int max_pages = maxp + kvt_randint(0, 2);
+        int num_pages = total_pages + kvt_randint(1, 5); /* the pool is larger than needed */
+        int hnd = kvt_randint(0, 2) == 0;
+        int64_t page_elems = (int64_t)ps * (Hk + chp) * (D + cdp);
+        p->k_batch_stride = p->v_batch_stride = page_elems;
+        if (hnd) {
+            p->k_head_stride = p->v_head_stride = (int64_t)ps * (D + cdp);
+            p->k_row_stride = p->v_row_stride = D + cdp;
+        } else {
+            p->k_head_stride = p->v_head_stride = D + cdp;
+            p->k_row_stride = p->v_row_stride = (int64_t)(Hk + chp) * (D + cdp);
+        }
+        cache_elems = (int64_t)num_pages * page_elems;
+        p->page_size = ps;
+        p->num_pages = num_pages;
+        p->max_pages_per_seq = max_pages;
+        p->block_table_batch_stride = max_pages + kvt_randint(0, 2);
+        int32_t *pool = malloc(sizeof(int32_t) * (num_pages > 0 ? num_pages : 1));
+        for (int i = 0; i < num_pages; i++) pool[i] = i;
+        kvt_shuffle(pool, num_pages);
+        kvt_arr_alloc(P, &P->block_table, "block_table", (size_t)(B ? B : 1) * p->block_table_batch_stride * 4);
+        int32_t *bt = P->block_table.host;
+        int next = 0, junk_before_L = kvt_randint(0, 2) == 0;
+        for (int b = 0; b < B; b++) {
+            for (int s = 0; s < p->block_table_batch_stride; s++) bt[(int64_t)b * p->block_table_batch_stride + s] = -1;
+            for (int s = 0; s < pages_of[b]; s++) {
+                int32_t page = pool[next++];
+                /* pages wholly left of the left padding are never touched: they may hold anything */
+                if (junk_before_L && (int64_t)(s + 1) * ps <= L[b]) page = kvt_randint(0, 1) ? -7 : num_pages + 3;
+                bt[(int64_t)b * p->block_table_batch_stride + s] = page;
+            }
+        }
+        free(pool);
+        snprintf(layout, sizeof layout, "paged ps=%d pool=%d %s%s", ps, num_pages, hnd ? "HND" : "NHD",
+                 junk_before_L ? " junk<L" : "");
+    } else {
+        int C = need_max + kvt_randint(0, 3);
+        int cache_batch = B + kvt_randint(0, 2);
+        if (cache_batch == 0) cache_batch = 1;
+        int extra_rows = kvt_randint(0, 1);
+        p->k_row_stride = p->v_row_stride = (int64_t)(Hk + chp) * (D + cdp);
+        p->k_head_stride = p->v_head_stride = D + cdp;
+        p->k_batch_stride = p->v_batch_stride = (int64_t)(C + extra_rows) * p->k_row_stride;
+        p->cache_batch = cache_batch;
+        p->cache_capacity = C;
+        cache_elems = (int64_t)cache_batch * p->k_batch_stride;
+        int use_idx = kvt_randint(0, 9) < 3 && B > 0;
+        if (use_idx) {
+            int32_t perm[MAXB + 3];
+            for (int i = 0; i < cache_batch; i++) perm[i] = i;
+            kvt_shuffle(perm, cache_batch);
+            kvt_arr_alloc(P, &P->batch_idx, "cache_batch_idx", (size_t)B * 4);
+            memcpy(P->batch_idx.host, perm, (size_t)B * 4);
+        }
+        snprintf(layout, sizeof layout, "contig C=%d Bc=%d%s", C, cache_batch, use_idx ? " batch_idx" : "");
+    }
+    if (cache_elems > (kvt_quick() ? 1500000 : 4000000)) return 1;
+    int64_t view_off = (int64_t)view_head * (D + cdp);
+    /* an HND paged view starting at head 1 would run past the buffer's end: only NHD-style offsets */
+    if (paged && p->k_head_stride != D + cdp) view_off = 0;
+    kvt_arr_alloc(P, &P->k_cache, "k_cache", (size_t)cache_elems * es);
+    kvt_arr_alloc(P, &P->v_cache, "v_cache", (size_t)cache_elems * es);
+    P->k_cache.offset_bytes = P->v_cache.offset_bytes = (size_t)view_off * es;
+    kvt_fill(dt, P->k_cache.host, cache_elems, -1, 1);
+    kvt_fill(dt, P->v_cache.host, cache_elems, -1, 1);
+
+    kvt_arr_alloc(P, &P->seqlens, "cache_seqlens", (size_t)B * 4);
+    for (int b = 0; b < B; b++) ((int32_t *)P->seqlens.host)[b] = S[b];
+    if (use_leftpad) {
+        kvt_arr_alloc(P, &P->leftpad, "cache_leftpad", (size_t)B * 4);
+        for (int b = 0; b < B; b++) ((int32_t *)P->leftpad.host)[b] = L[b];
+    }
+
+    /* ---- options ---- */
+    char opts[256] = "";
+    size_t ol = 0;
+    if (rotary) {
+        int R = kvt_randint(0, 1) ? (D & ~1) : 2 * kvt_randint(1, D / 2);
+        int half = R / 2;
+        int max_pos = need_max + kvt_randint(0, 5);
+        int rdt = kvt_randint(0, 1) ? KVATTN_F32 : dt;
+        int64_t rs = kvt_randint(0, 1) ? 0 : half + kvt_randint(1, 3);
+        int64_t rstride = rs ? rs : half;
+        p->rotary_dim = R;
+        p->rotary_max_pos = max_pos;
+        p->rotary_interleaved = kvt_randint(0, 1);
+        p->rotary_dtype = rdt;
+        p->rotary_row_stride = rs;
+        size_t n = (size_t)max_pos * rstride;
+        kvt_arr_alloc(P, &P->rot_cos, "rotary_cos", n * kvref_dtype_size(rdt));
+        kvt_arr_alloc(P, &P->rot_sin, "rotary_sin", n * kvref_dtype_size(rdt));
+        for (int pos = 0; pos < max_pos; pos++)
+            for (int i = 0; i < rstride; i++) {
+                double theta = i < half ? pos * pow(10000.0, -2.0 * i / R) : 0.0;
+                kvref_store(rdt, P->rot_cos.host, (int64_t)pos * rstride + i, i < half ? cos(theta) : 7.0);
+                kvref_store(rdt, P->rot_sin.host, (int64_t)pos * rstride + i, i < half ? sin(theta) : 7.0);
+            }
+        ol += snprintf(opts + ol, sizeof opts - ol, " rotary(R=%d %s %s%s)", R, p->rotary_interleaved ? "gptj" : "neox",
+                       rdt == KVATTN_F32 ? "f32" : "qdtype", rs ? " strided" : "");
+    }
+    int alibi = kvt_randint(0, 3) == 0 ? kvt_randint(1, 2) : 0;
+    if (alibi) {
+        int64_t bs = alibi == 1 ? 0 : H + kvt_randint(0, 2);
+        size_t n = alibi == 1 ? (size_t)H : (size_t)(B ? B : 1) * bs;
+        kvt_arr_alloc(P, &P->alibi, "alibi_slopes", n * 4);
+        for (size_t i = 0; i < n; i++) ((float *)P->alibi.host)[i] = (float)kvt_uniform(0.0, 0.3);
+        p->alibi_batch_stride = bs;
+        ol += snprintf(opts + ol, sizeof opts - ol, " alibi%s", alibi == 1 ? "[H]" : "[B,H]");
+    }
+    p->causal = kvt_randint(0, 9) < 4;
+    if (kvt_randint(0, 3) == 0) {
+        p->window_left = kvt_pick((const int[]){-1, 0, 1, 7, 100, 1000}, 6);
+        if (!p->causal) p->window_right = kvt_pick((const int[]){-1, 0, 3, 50}, 4);
+    }
+    if (kvt_randint(0, 6) == 0) p->softcap = (float)kvt_uniform(1.0, 5.0);
+    if (kvt_randint(0, 3) == 0) p->softmax_scale = (float)kvt_uniform(0.05, 0.3);
+    p->num_splits = kvt_pick((const int[]){0, 0, 1, 2, 5}, 5);
+    p->batch_invariant = kvt_randint(0, 4) == 0;
+    ol += snprintf(opts + ol, sizeof opts - ol, "%s win=(%d,%d)%s%s splits=%d%s", p->causal ? " causal" : "",
+                   p->window_left, p->window_right, p->softcap > 0 ? " softcap" : "",
+                   p->softmax_scale != 0 ? " scale" : "", p->num_splits, p->batch_invariant ? " batch_inv" : "");
+
+    char lens[160] = "";
+    size_t ll = 0;
+    for (int b = 0; b < B && ll < sizeof lens - 40; b++)
+        ll += snprintf(lens + ll, sizeof lens - ll, "%s%d/%d/%d/%d", b ? " " : "", nq[b], nnew[b], S[b], L[b]);
+    snprintf(desc, desc_len, "%s %s D=%d H=%d Hk=%d B=%d [nq/nnew/S/L: %s] %s lse=%d pad(q %d,%d c %d,%d+%lld)%s",
+             P->backend == KVATTN_BACKEND_CPU ? "cpu" : "cuda", dt == KVATTN_F32 ? "f32" : dt == KVATTN_F16 ? "f16" : "bf16",
+             D, H, Hk, B, lens, varlen ? "varlen" : "fixed", lse_kind, hp, dp, chp, cdp, (long long)view_off, opts);
+    (void)layout;
+    size_t dl = strlen(desc);
+    snprintf(desc + dl, desc_len - dl, " %s", layout);
+    return 0;
+}
+
+/* One case on one backend: builds it from `state` and runs it; returns 1 if the backend skipped it. */
+static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
+    kvt_problem P;
+    memset(&P, 0, sizeof P);
+    P.backend = backend;
+    char desc[768];
+    kvt_rng_set(state);
+    *built = build_case(&P, desc, sizeof desc, budget) == 0;
+    int skipped = 0;
+    if (*built) {
+        if (backend == KVATTN_BACKEND_CUDA && P.ph.dtype == KVATTN_F32) {
+            kvt_case_skip("fp32 on CUDA");
+            skipped = 1;
+        } else {
+            kvt_case_begin("%s", desc);
+            if (kvt_problem_upload(&P, 1) == 0 && kvt_problem_run(&P, kvt_expect_ok())) {
+                kvt_case_skip("unsupported");
+                skipped = 1;
+            } else kvt_case_end();
+        }
+    }
+    kvt_problem_free(&P);
+    return skipped;
+}
+
+int main(void) {
+    kvt_init("test_grid");
+    const int quick = kvt_quick();
+    const int n_cases = quick ? 60 : 260;
+    const int64_t budget = quick ? 3000000 : 30000000; /* multiply-adds of one case's QK^T */
+    const int cuda = kvattn_backend_available(KVATTN_BACKEND_CUDA);
+    if (!cuda) printf("CUDA: skipped (no GPU)\n");
+    int done = 0, cuda_skipped = 0;
+    while (done < n_cases) {
+        uint64_t state = kvt_rand_u64();
+        int built;
+        run_case(KVATTN_BACKEND_CPU, state, budget, &built);
+        if (!built) continue;
+        if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &built);
+        done++;
+        kvt_rng_set(state ^ 0x5DEECE66Dull * (uint64_t)(done + 1)); /* next case draws from fresh state */
+    }
+    if (cuda) printf("CUDA: %d cases skipped (fp32 or unsupported head dim)\n", cuda_skipped);
+    return kvt_finish();
+}
