@@ -1,0 +1,566 @@
+/* cpu.c — the CPU backend of SPEC.md, in three phases: (1) every data-dependent check for every sequence, so a
+ * failing call writes nothing; (2) the append of k_new/v_new into the cache (rotary on keys only); (3) the
+ * attention: keys in tiles of KT with an online softmax (no full score row is ever stored), the G = H / Hk query
+ * heads that share a KV head processed together so each K/V tile is converted to fp32 once per work item, work
+ * items (sequence, kv head, query tile, key split) spread over OpenMP threads, then a fixed-order combine of the
+ * key splits. Every step is deterministic; split decisions depend only on the sequence's own lengths, so the
+ * results are always batch invariant.
+ * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim (Dp: D rounded up to 16 for fp32 scratch). */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define KT 64             /* keys per tile */
+#define ROWS_PER_ITEM 64  /* target (query heads x query rows) per work item */
+#define SPLIT_KEYS 1024   /* automatic split: keys per split for single-query-tile (decode-like) sequences */
+#define ALIGN 64
+
+/* ---- element conversions (round to nearest even), fp32 <-> fp16 / bf16 --------------------------------- */
+static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static inline float f16_to_f32(uint16_t h) {
+    /* exponent and mantissa moved into place, then one multiply rebiases normals and subnormals alike */
+    uint32_t em = (uint32_t)(h & 0x7fff) << 13;
+    uint32_t r = f32_bits(bits_f32(em) * 0x1p112f);
+    if ((h & 0x7c00) == 0x7c00) r = em | 0x7f800000; /* inf, nan (payload kept) */
+    return bits_f32(r | ((uint32_t)(h & 0x8000) << 16));
+}
+static inline uint16_t f32_to_f16(float f) {
+    uint32_t u = f32_bits(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffff;
+    if (a > 0x7f800000) return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff)); /* quiet nan */
+    if (a >= 0x477ff000) return (uint16_t)(sign | 0x7c00);                      /* >= 65520 rounds to inf */
+    if (a < 0x38800000) { /* below 2^-14: a subnormal half; the float add rounds to nearest even */
+        float units = bits_f32(a) * 0x1p24f;
+        return (uint16_t)(sign | (uint32_t)((units + 0x1p23f) - 0x1p23f));
+    }
+    uint32_t r = a - 0x38000000; /* rebias 127 -> 15 */
+    r += 0xfff + ((r >> 13) & 1);
+    return (uint16_t)(sign | (r >> 13));
+}
+static inline float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffff) > 0x7f800000) return (uint16_t)((u >> 16) | 0x40); /* quiet nan */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* n elements of `dtype` at base + off (in elements) to fp32 dst */
+static inline void load_row(int dtype, const void *base, int64_t off, float *restrict dst, int n) {
+    if (dtype == KVATTN_F32) {
+        memcpy(dst, (const float *)base + off, (size_t)n * 4);
+    } else if (dtype == KVATTN_F16) {
+        const uint16_t *restrict src = (const uint16_t *)base + off;
+        for (int d = 0; d < n; d++) dst[d] = f16_to_f32(src[d]);
+    } else {
+        const uint16_t *restrict src = (const uint16_t *)base + off;
+        for (int d = 0; d < n; d++) dst[d] = bf16_to_f32(src[d]);
+    }
+}
+static inline void store_row(int dtype, void *base, int64_t off, const float *restrict src, int n) {
+    if (dtype == KVATTN_F32) {
+        memcpy((float *)base + off, src, (size_t)n * 4);
+    } else if (dtype == KVATTN_F16) {
+        uint16_t *restrict dst = (uint16_t *)base + off;
+        for (int d = 0; d < n; d++) dst[d] = f32_to_f16(src[d]);
+    } else {
+        uint16_t *restrict dst = (uint16_t *)base + off;
+        for (int d = 0; d < n; d++) dst[d] = f32_to_bf16(src[d]);
+    }
+}
+
+/* exp for the softmax, branch-free so that gcc vectorizes the loops calling it (about 1 ulp; 0 below -87) */
+static inline float kv_exp(float x) {
+    float xc = fminf(fmaxf(x, -87.0f), 88.0f);
+    float n = rintf(xc * 1.44269504088896341f);
+    float r = fmaf(n, -0.693145751953125f, xc);
+    r = fmaf(n, -1.428606765330187e-06f, r);
+    float q = fmaf(r, 1.0f / 720.0f, 1.0f / 120.0f);
+    q = fmaf(q, r, 1.0f / 24.0f);
+    q = fmaf(q, r, 1.0f / 6.0f);
+    q = fmaf(q, r, 0.5f);
+    q = fmaf(q, r, 1.0f);
+    q = fmaf(q, r, 1.0f);
+    float y = q * bits_f32((uint32_t)((int32_t)n + 127) << 23);
+    return x < -87.0f ? 0.0f : y;
+}
+
+/* ---- rotary ----------------------------------------------------------------------------------------------- */
+/* Rotates the first R channels of x (fp32, in place) for position pos; tmp holds 2*(R/2) + R floats. */
+static void rope_row(const kvattn_params *p, float *restrict x, int32_t pos, float *restrict tmp) {
+    const int R = p->rotary_dim, half = R / 2, il = p->rotary_interleaved;
+    const int64_t row = (int64_t)pos * (p->rotary_row_stride ? p->rotary_row_stride : half);
+    float *cs = tmp, *sn = tmp + half, *xin = tmp + 2 * half;
+    load_row(p->rotary_dtype, p->rotary_cos, row, cs, half);
+    load_row(p->rotary_dtype, p->rotary_sin, row, sn, half);
+    memcpy(xin, x, (size_t)R * 4);
+    for (int c = 0; c < R; c++) {
+        int pair = kv_rope_pair(c, R, il);
+        x[c] = xin[c] * cs[pair] - xin[kv_rope_partner(c, R, il)] * sn[pair] * kv_rope_sign(c, R, il);
+    }
+}
+
+/* ---- phase 1: data-dependent checks ---------------------------------------------------------------------- */
+static int check_cu(const char *name, const int32_t *cu, int32_t B, int32_t total) {
+    RETURN_IF(cu[0] != 0, KVATTN_ERR_BAD_DATA, "%s[0]=%d must be 0", name, cu[0]);
+    for (int32_t b = 0; b < B; b++)
+        RETURN_IF(cu[b + 1] < cu[b], KVATTN_ERR_BAD_DATA, "%s: sequence %d: cu[%d]=%d < cu[%d]=%d (must not decrease)",
+                  name, b, b + 1, cu[b + 1], b, cu[b]);
+    RETURN_IF(cu[B] > total, KVATTN_ERR_BAD_DATA, "%s[%d]=%d exceeds the %d rows of the tensor", name, B, cu[B], total);
+    return KVATTN_OK;
+}
+
+static int check_data(const kvattn_params *p) {
+    const int32_t B = p->batch;
+    int st;
+    if (p->cu_seqlens_q && (st = check_cu("cu_seqlens_q", p->cu_seqlens_q, B, p->total_q))) return st;
+    if (p->k_new && p->cu_seqlens_knew && (st = check_cu("cu_seqlens_knew", p->cu_seqlens_knew, B, p->total_knew)))
+        return st;
+    for (int32_t b = 0; b < B; b++) {
+        const kv_seq s = kv_seq_get(p, b);
+        RETURN_IF(s.S < 0, KVATTN_ERR_BAD_DATA, "sequence %d: cache_seqlens=%d must be >= 0", b, s.S);
+        RETURN_IF(s.L < 0 || s.L > s.S, KVATTN_ERR_BAD_DATA, "sequence %d: cache_leftpad=%d must be in [0, cache_seqlens=%d]",
+                  b, s.L, s.S);
+        const int64_t end = (int64_t)s.S + s.n_new;
+        RETURN_IF(end > s.C, KVATTN_ERR_BAD_DATA, "sequence %d: cache_seqlens=%d + n_new=%d exceeds the capacity %d",
+                  b, s.S, s.n_new, s.C);
+        if (p->block_table) {
+            const int32_t *row = p->block_table + (int64_t)b * p->block_table_batch_stride;
+            if (end > s.L)
+                for (int64_t slot = s.L / p->page_size; slot <= (end - 1) / p->page_size; slot++)
+                    RETURN_IF(row[slot] < 0 || row[slot] >= p->num_pages, KVATTN_ERR_BAD_DATA,
+                              "sequence %d: block_table[%d][%lld]=%d is outside [0, num_pages=%d)", b, b,
+                              (long long)slot, row[slot], p->num_pages);
+        } else {
+            const int32_t crow = p->cache_batch_idx ? p->cache_batch_idx[b] : b;
+            RETURN_IF(crow < 0 || crow >= p->cache_batch, KVATTN_ERR_BAD_DATA,
+                      "sequence %d: cache_batch_idx=%d is outside [0, cache_batch=%d)", b, crow, p->cache_batch);
+        }
+        if (p->rotary_cos) {
+            RETURN_IF(end > p->rotary_max_pos, KVATTN_ERR_BAD_DATA,
+                      "sequence %d: position cache_seqlens=%d + n_new=%d exceeds rotary_max_pos=%d", b, s.S, s.n_new,
+                      p->rotary_max_pos);
+            RETURN_IF(s.n_q > end, KVATTN_ERR_BAD_DATA,
+                      "sequence %d: n_q=%d > cache_seqlens=%d + n_new=%d gives queries a negative rotary position",
+                      b, s.n_q, s.S, s.n_new);
+        }
+    }
+    return KVATTN_OK;
+}
+
+/* ---- phase 2: append ------------------------------------------------------------------------------------- */
+static void append_seq(const kvattn_params *p, int32_t b, float *restrict tmp) {
+    const kv_seq s = kv_seq_get(p, b);
+    const int varlen = p->cu_seqlens_knew != NULL, D = p->head_dim, esize = kv_dtype_size(p->dtype);
+    const int32_t crow = p->cache_batch_idx ? p->cache_batch_idx[b] : b;
+    float *x = tmp, *rtmp = tmp + D;
+    for (int32_t t = 0; t < s.n_new; t++) {
+        for (int kvh = 0; kvh < p->num_kv_heads; kvh++) {
+            int64_t ko = kv_cache_offset(p, b, crow, s.S + t, kvh, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+            int64_t vo = kv_cache_offset(p, b, crow, s.S + t, kvh, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+            if (ko < 0 || vo < 0) continue; /* cannot happen after check_data */
+            int64_t kn = kv_row_offset(varlen, b, s.new_row0, t, p->knew_batch_stride, p->knew_row_stride) +
+                         (int64_t)kvh * p->knew_head_stride;
+            int64_t vn = kv_row_offset(varlen, b, s.new_row0, t, p->vnew_batch_stride, p->vnew_row_stride) +
+                         (int64_t)kvh * p->vnew_head_stride;
+            if (p->rotary_cos) {
+                load_row(p->dtype, p->k_new, kn, x, D);
+                rope_row(p, x, s.S + t, rtmp);
+                store_row(p->dtype, p->k_cache, ko, x, D);
+            } else {
+                memcpy((char *)p->k_cache + ko * esize, (const char *)p->k_new + kn * esize, (size_t)D * esize);
+            }
+            memcpy((char *)p->v_cache + vo * esize, (const char *)p->v_new + vn * esize, (size_t)D * esize);
+        }
+    }
+}
+
+/* ---- phase 3: attention ---------------------------------------------------------------------------------- */
+typedef struct work_item {
+    int32_t b, kv_head;
+    int32_t q0, nq;      /* query rows [q0, q0 + nq) of the sequence */
+    int32_t klo, khi;    /* key indices (relative to L) this item reads */
+    int32_t split, nsplit;
+    int64_t part;        /* first partial row (nsplit > 1) */
+} work_item;
+
+typedef struct scratch { /* one thread's fp32 scratch, rows of Dp floats, 64-byte aligned */
+    float *q, *acc, *m, *l, *k, *v, *prob, *tmp;
+} scratch;
+
+typedef struct plan {
+    int G, Dp, QT;
+    float scale;
+    float *part_acc, *part_ml; /* split partials: acc rows [*, Dp] and (m, l) pairs */
+} plan;
+
+/* Scores of NR query rows (sharing one mask) against keys [jlo, jhi) of the tile, written to prob rows. */
+static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
+                                                              const float *restrict kt, int jlo, int jhi,
+                                                              float *restrict prob) {
+    const float *q0 = qr, *q1 = qr + (NR > 1 ? Dp : 0), *q2 = qr + (NR > 2 ? 2 * Dp : 0),
+                *q3 = qr + (NR > 3 ? 3 * Dp : 0);
+    for (int j = jlo; j < jhi; j++) {
+        const float *restrict k = kt + (int64_t)j * Dp;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (int d = 0; d < Dp; d++) {
+            float kd = k[d];
+            s0 += q0[d] * kd;
+            if (NR > 1) s1 += q1[d] * kd;
+            if (NR > 2) s2 += q2[d] * kd;
+            if (NR > 3) s3 += q3[d] * kd;
+        }
+        prob[j] = s0;
+        if (NR > 1) prob[KT + j] = s1;
+        if (NR > 2) prob[2 * KT + j] = s2;
+        if (NR > 3) prob[3 * KT + j] = s3;
+    }
+}
+
+/* acc rows += prob rows x V tile over keys [jlo, jhi), 16 channels at a time held in registers. */
+static inline __attribute__((always_inline)) void tile_pv(const int NR, float *restrict acc, int Dp,
+                                                          const float *restrict vt, int jlo, int jhi,
+                                                          const float *restrict prob) {
+    for (int d0 = 0; d0 < Dp; d0 += 16) {
+        float a0[16], a1[16], a2[16], a3[16];
+        for (int u = 0; u < 16; u++) {
+            a0[u] = acc[d0 + u];
+            a1[u] = NR > 1 ? acc[Dp + d0 + u] : 0.0f;
+            a2[u] = NR > 2 ? acc[2 * Dp + d0 + u] : 0.0f;
+            a3[u] = NR > 3 ? acc[3 * Dp + d0 + u] : 0.0f;
+        }
+        for (int j = jlo; j < jhi; j++) {
+            const float *restrict v = vt + (int64_t)j * Dp + d0;
+            const float p0 = prob[j], p1 = NR > 1 ? prob[KT + j] : 0.0f, p2 = NR > 2 ? prob[2 * KT + j] : 0.0f,
+                        p3 = NR > 3 ? prob[3 * KT + j] : 0.0f;
+            for (int u = 0; u < 16; u++) {
+                a0[u] += p0 * v[u];
+                if (NR > 1) a1[u] += p1 * v[u];
+                if (NR > 2) a2[u] += p2 * v[u];
+                if (NR > 3) a3[u] += p3 * v[u];
+            }
+        }
+        for (int u = 0; u < 16; u++) {
+            acc[d0 + u] = a0[u];
+            if (NR > 1) acc[Dp + d0 + u] = a1[u];
+            if (NR > 2) acc[2 * Dp + d0 + u] = a2[u];
+            if (NR > 3) acc[3 * Dp + d0 + u] = a3[u];
+        }
+    }
+}
+
+/* Online-softmax update of one row for keys [jlo, jhi) of the tile starting at key index kt0: softcap, ALiBi,
+ * new running max, rescale of the running sum and accumulator; leaves exp(score - max) in prob. */
+static inline void softmax_update(const kvattn_params *p, float *restrict prob, int jlo, int jhi, int32_t kt0,
+                                  float slope, int32_t qpos, float *m, float *l, float *restrict acc, int Dp) {
+    if (p->softcap > 0.0f)
+        for (int j = jlo; j < jhi; j++) prob[j] = kv_softcap(prob[j], p->softcap);
+    if (p->alibi_slopes)
+        for (int j = jlo; j < jhi; j++) prob[j] += kv_alibi_bias(slope, qpos, kt0 + j);
+    float mx = -INFINITY;
+    for (int j = jlo; j < jhi; j++) mx = fmaxf(mx, prob[j]);
+    const float m_new = fmaxf(*m, mx);
+    const float corr = *m == -INFINITY ? 0.0f : kv_exp(*m - m_new);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = jlo; j < jhi; j++) {
+        float e = kv_exp(prob[j] - m_new);
+        prob[j] = e;
+        sum += e;
+    }
+    *l = *l * corr + sum;
+    *m = m_new;
+    if (corr != 1.0f)
+        for (int d = 0; d < Dp; d++) acc[d] *= corr;
+}
+
+/* rows (query-major: row r = ii * G + g) of NR heads of one query against one tile */
+static inline __attribute__((always_inline)) void tile_rows(const int NR, const kvattn_params *p, const plan *pl,
+                                                            scratch *w, int r0, int g0, int kv_head, int b,
+                                                            int jlo, int jhi, int32_t kt0, int32_t qpos) {
+    const int Dp = pl->Dp;
+    tile_scores(NR, w->q + (int64_t)r0 * Dp, Dp, w->k, jlo, jhi, w->prob);
+    for (int r = 0; r < NR; r++) {
+        float slope = 0.0f;
+        if (p->alibi_slopes) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch_stride + kv_head * pl->G + g0 + r];
+        softmax_update(p, w->prob + r * KT, jlo, jhi, kt0, slope, qpos, w->m + r0 + r, w->l + r0 + r,
+                       w->acc + (int64_t)(r0 + r) * Dp, Dp);
+    }
+    tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, w->v, jlo, jhi, w->prob);
+}
+
+static void run_item(const kvattn_params *p, const plan *pl, const work_item *it, scratch *w) {
+    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b, kvh = it->kv_head;
+    const kv_seq s = kv_seq_get(p, b);
+    const int32_t s_k = s.S + s.n_new - s.L, crow = p->cache_batch_idx ? p->cache_batch_idx[b] : b;
+    const int varq = p->cu_seqlens_q != NULL;
+    const int R = G * it->nq;
+
+    /* queries: fp32, rotated, pre-multiplied by the softmax scale */
+    for (int ii = 0; ii < it->nq; ii++) {
+        const int32_t i = it->q0 + ii;
+        for (int g = 0; g < G; g++) {
+            const int r = ii * G + g;
+            float *qr = w->q + (int64_t)r * Dp;
+            int64_t off = kv_row_offset(varq, b, s.q_row0, i, p->q_batch_stride, p->q_row_stride) +
+                          (int64_t)(kvh * G + g) * p->q_head_stride;
+            load_row(p->dtype, p->q, off, qr, D);
+            if (p->rotary_cos) rope_row(p, qr, s.S + s.n_new - s.n_q + i, w->tmp);
+            for (int d = 0; d < D; d++) qr[d] *= pl->scale;
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+            memset(w->acc + (int64_t)r * Dp, 0, (size_t)Dp * 4);
+        }
+    }
+
+    for (int32_t kt0 = it->klo; kt0 < it->khi; kt0 += KT) {
+        const int nk = it->khi - kt0 < KT ? it->khi - kt0 : KT;
+        for (int j = 0; j < nk; j++) {
+            const int32_t pos = s.L + kt0 + j;
+            int64_t ko = kv_cache_offset(p, b, crow, pos, kvh, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+            int64_t vo = kv_cache_offset(p, b, crow, pos, kvh, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+            if (ko < 0 || vo < 0) { /* cannot happen after check_data; never read out of bounds anyway */
+                memset(w->k + (int64_t)j * Dp, 0, (size_t)D * 4);
+                memset(w->v + (int64_t)j * Dp, 0, (size_t)D * 4);
+                continue;
+            }
+            load_row(p->dtype, p->k_cache, ko, w->k + (int64_t)j * Dp, D);
+            load_row(p->dtype, p->v_cache, vo, w->v + (int64_t)j * Dp, D);
+        }
+        for (int ii = 0; ii < it->nq; ii++) {
+            const int32_t i = it->q0 + ii;
+            kv_range rg = kv_visible_keys(i, s.n_q, s_k, p->causal, p->window_left, p->window_right);
+            int jlo = rg.lo - kt0 > 0 ? rg.lo - kt0 : 0, jhi = rg.hi - kt0 < nk ? rg.hi - kt0 : nk;
+            if (jlo >= jhi) continue; /* this tile lies wholly outside the row's visible keys */
+            const int32_t qpos = i + s_k - s.n_q;
+            int g0 = 0;
+            for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+            for (; g0 + 2 <= G; g0 += 2) tile_rows(2, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+            for (; g0 < G; g0++) tile_rows(1, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+        }
+    }
+
+    /* results: partials of a split, or the final rows */
+    for (int r = 0; r < R; r++) {
+        const float *acc = w->acc + (int64_t)r * Dp;
+        if (it->nsplit > 1) {
+            const int64_t pr = it->part + (int64_t)it->split * R + r;
+            memcpy(pl->part_acc + pr * Dp, acc, (size_t)Dp * 4);
+            pl->part_ml[2 * pr] = w->m[r];
+            pl->part_ml[2 * pr + 1] = w->l[r];
+            continue;
+        }
+        const int32_t i = it->q0 + r / G;
+        const int h = kvh * G + r % G;
+        float *o = w->tmp;
+        const float inv = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
+        for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
+        store_row(p->dtype, p->out,
+                  kv_row_offset(varq, b, s.q_row0, i, p->out_batch_stride, p->out_row_stride) + (int64_t)h * p->out_head_stride,
+                  o, D);
+        if (p->softmax_lse) {
+            int64_t lo = varq ? (int64_t)(s.q_row0 + i) * p->lse_row_stride
+                              : (int64_t)b * p->lse_batch_stride + (int64_t)i * p->lse_row_stride;
+            p->softmax_lse[lo + (int64_t)h * p->lse_head_stride] = w->l[r] > 0.0f ? w->m[r] + logf(w->l[r]) : -INFINITY;
+        }
+    }
+}
+
+/* Combines the nsplit partials of the item whose split is 0, in split order (deterministic). */
+static void combine_item(const kvattn_params *p, const plan *pl, const work_item *it, float *restrict o) {
+    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b, R = G * it->nq;
+    const kv_seq s = kv_seq_get(p, b);
+    const int varq = p->cu_seqlens_q != NULL;
+    for (int r = 0; r < R; r++) {
+        float M = -INFINITY;
+        for (int sp = 0; sp < it->nsplit; sp++) M = fmaxf(M, pl->part_ml[2 * (it->part + (int64_t)sp * R + r)]);
+        float L = 0.0f;
+        for (int d = 0; d < D; d++) o[d] = 0.0f;
+        if (M != -INFINITY) {
+            for (int sp = 0; sp < it->nsplit; sp++) {
+                const int64_t pr = it->part + (int64_t)sp * R + r;
+                const float ms = pl->part_ml[2 * pr];
+                if (ms == -INFINITY) continue;
+                const float wgt = kv_exp(ms - M);
+                L += pl->part_ml[2 * pr + 1] * wgt;
+                const float *restrict a = pl->part_acc + pr * Dp;
+                for (int d = 0; d < D; d++) o[d] += a[d] * wgt;
+            }
+        }
+        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+        for (int d = 0; d < D; d++) o[d] *= inv;
+        const int32_t i = it->q0 + r / G;
+        const int h = it->kv_head * G + r % G;
+        store_row(p->dtype, p->out,
+                  kv_row_offset(varq, b, s.q_row0, i, p->out_batch_stride, p->out_row_stride) + (int64_t)h * p->out_head_stride,
+                  o, D);
+        if (p->softmax_lse) {
+            int64_t lo = varq ? (int64_t)(s.q_row0 + i) * p->lse_row_stride
+                              : (int64_t)b * p->lse_batch_stride + (int64_t)i * p->lse_row_stride;
+            p->softmax_lse[lo + (int64_t)h * p->lse_head_stride] = L > 0.0f ? M + logf(L) : -INFINITY;
+        }
+    }
+}
+
+/* The work items of sequence b for one kv head (its query tiles x key splits), written to out when not NULL;
+ * returns their number. Split decisions use only this sequence's own lengths (so batch invariance holds). */
+static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work_item *out) {
+    const kv_seq s = kv_seq_get(p, b);
+    const int32_t s_k = s.S + s.n_new - s.L;
+    const int32_t ntiles = (s.n_q + pl->QT - 1) / pl->QT;
+    int64_t n = 0;
+    for (int32_t t = 0; t < ntiles; t++) {
+        const int32_t q0 = t * pl->QT, nq = s.n_q - q0 < pl->QT ? s.n_q - q0 : pl->QT;
+        int32_t klo = kv_visible_keys(q0, s.n_q, s_k, p->causal, p->window_left, p->window_right).lo;
+        int32_t khi = kv_visible_keys(q0 + nq - 1, s.n_q, s_k, p->causal, p->window_left, p->window_right).hi;
+        if (khi < klo) khi = klo;
+        int32_t nsplit = 1;
+        if (ntiles == 1 && p->num_splits != 1) {
+            /* automatic: one split per SPLIT_KEYS keys; num_splits = n asks for n (at most one per key tile) */
+            nsplit = p->num_splits > 1 ? p->num_splits : (khi - klo + SPLIT_KEYS - 1) / SPLIT_KEYS;
+            if (nsplit > (khi - klo + KT - 1) / KT) nsplit = (khi - klo + KT - 1) / KT;
+            if (nsplit < 1) nsplit = 1;
+        }
+        int32_t chunk = (khi - klo + nsplit - 1) / nsplit;
+        chunk = (chunk + KT - 1) / KT * KT;
+        if (chunk < KT) chunk = KT;
+        if (nsplit > 1) nsplit = (khi - klo + chunk - 1) / chunk;
+        for (int32_t sp = 0; sp < nsplit; sp++) {
+            if (out) {
+                work_item *it = &out[n];
+                it->b = b;
+                it->kv_head = 0;
+                it->q0 = q0;
+                it->nq = nq;
+                it->klo = klo + sp * chunk;
+                it->khi = it->klo + chunk < khi ? it->klo + chunk : khi;
+                it->split = sp;
+                it->nsplit = nsplit;
+                it->part = -1;
+            }
+            n++;
+        }
+    }
+    return n;
+}
+
+static void *alloc_floats(int64_t n) {
+    size_t bytes = ((size_t)(n > 0 ? n : 1) * 4 + ALIGN - 1) / ALIGN * ALIGN;
+    void *ptr = aligned_alloc(ALIGN, bytes);
+    if (ptr) memset(ptr, 0, bytes);
+    return ptr;
+}
+
+int kv_cpu_forward(const kvattn_params *p) {
+    const int32_t B = p->batch, Hk = p->num_kv_heads, D = p->head_dim;
+    if (B == 0) return KVATTN_OK;
+    int st = check_data(p);
+    if (st != KVATTN_OK) return st;
+
+    plan pl;
+    pl.G = p->num_heads / Hk;
+    pl.Dp = (D + 15) / 16 * 16;
+    pl.QT = ROWS_PER_ITEM / pl.G > 1 ? ROWS_PER_ITEM / pl.G : 1;
+    pl.scale = kv_softmax_scale(p);
+    int32_t max_nq = 0;
+    for (int32_t b = 0; b < B; b++) {
+        kv_seq s = kv_seq_get(p, b);
+        if (s.n_q > max_nq) max_nq = s.n_q;
+    }
+    if (pl.QT > max_nq && max_nq > 0) pl.QT = max_nq;
+
+    /* the flat work list: per sequence its tiles x splits, repeated for every kv head */
+    int64_t per_head_total = 0;
+    for (int32_t b = 0; b < B; b++) per_head_total += seq_items(p, &pl, b, NULL);
+    const int64_t n_items = per_head_total * Hk;
+    work_item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
+    if (!items) return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld work items", (long long)n_items);
+    int64_t n = 0, part_rows = 0;
+    for (int32_t b = 0; b < B; b++) {
+        int64_t k = seq_items(p, &pl, b, items + n);
+        for (int kvh = 1; kvh < Hk; kvh++) memcpy(items + n + kvh * k, items + n, (size_t)k * sizeof *items);
+        for (int kvh = 0; kvh < Hk; kvh++)
+            for (int64_t x = 0; x < k; x++) {
+                work_item *it = &items[n + kvh * k + x];
+                it->kv_head = kvh;
+                if (it->nsplit > 1) {
+                    if (it->split == 0) {
+                        it->part = part_rows;
+                        part_rows += (int64_t)it->nsplit * pl.G * it->nq;
+                    } else {
+                        it->part = (it - it->split)->part;
+                    }
+                }
+            }
+        n += k * Hk;
+    }
+
+#ifdef _OPENMP
+    const int nthreads = omp_get_max_threads();
+#else
+    const int nthreads = 1;
+#endif
+    const int64_t rows = (int64_t)pl.G * pl.QT, Dp = pl.Dp;
+    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * KT * Dp + 4 * KT + 4 * Dp + 64 + 15) / 16 * 16;
+    float *scr = alloc_floats(per_thread * nthreads + 16 * nthreads);
+    pl.part_acc = part_rows ? alloc_floats(part_rows * Dp) : NULL;
+    pl.part_ml = part_rows ? alloc_floats(part_rows * 2) : NULL;
+    if (!scr || (part_rows && (!pl.part_acc || !pl.part_ml))) {
+        free(items);
+        free(scr);
+        free(pl.part_acc);
+        free(pl.part_ml);
+        return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld bytes of scratch",
+                            (long long)((per_thread * nthreads + part_rows * (Dp + 2)) * 4));
+    }
+
+    /* phase 2: append (after every check passed) */
+#pragma omp parallel for schedule(dynamic) num_threads(nthreads)
+    for (int32_t b = 0; b < B; b++) {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        if (p->k_new) append_seq(p, b, scr + tid * (per_thread + 16) + (per_thread - 4 * Dp - 64));
+    }
+
+    /* phase 3: attention */
+#pragma omp parallel num_threads(nthreads)
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        float *base = scr + tid * (per_thread + 16);
+        scratch w;
+        w.q = base;
+        w.acc = w.q + rows * Dp;
+        w.k = w.acc + rows * Dp;
+        w.v = w.k + KT * Dp;
+        w.prob = w.v + KT * Dp;
+        w.m = w.prob + 4 * KT;
+        w.l = w.m + rows;
+        w.tmp = base + (per_thread - 4 * Dp - 64);
+#pragma omp for schedule(dynamic)
+        for (int64_t x = 0; x < n_items; x++) run_item(p, &pl, &items[x], &w);
+#pragma omp for schedule(dynamic)
+        for (int64_t x = 0; x < n_items; x++)
+            if (items[x].nsplit > 1 && items[x].split == 0) combine_item(p, &pl, &items[x], w.tmp);
+    }
+
+    free(items);
+    free(scr);
+    free(pl.part_acc);
+    free(pl.part_ml);
+    return KVATTN_OK;
+}
