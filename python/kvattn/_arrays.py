@@ -167,7 +167,7 @@ def need_ndim(a, ndim, layout):
 
 
 def need_last_contiguous(a):
-    if a.ndim and a.shape[-1] > 1 and a.strides[-1] != 1:
+    if a.ndim and a.shape[-1] > 1 and a.strides[-1] != 1 and a.numel > 0:
         raise KvattnArgumentError(
             f"{a.name}: the last dimension must be contiguous (stride 1), got strides {list(a.strides)} for shape "
             f"{list(a.shape)}")
