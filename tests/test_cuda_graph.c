@@ -1,0 +1,167 @@
+/* test_cuda_graph.c — a decode step captured in a CUDA graph (cudaStreamBeginCapture on a non-default stream,
+ * global capture mode, so any sync or legacy-stream use inside kvattn_forward fails the capture) and replayed
+ * with new cache_seqlens, block tables, queries and new tokens of the same shapes, updated by cudaMemcpy
+ * before each replay (outside the graph). Each replay is checked against the float64 reference: out, lse and
+ * both caches. Paged (page 16, reshuffled pool every replay) and contiguous. */
+#include "test_cuda_common.h"
+
+#define NB 8
+#define MAXS 700
+#define REPLAYS 6
+
+#ifdef KVATTN_HAVE_CUDA
+/* out/lse against the reference (the harness's tolerances: 4u + 2u|ref| per element; lse 1e-3 relative). */
+static void check_out(const kvt_problem *P, const double *oref, const double *lref) {
+    const kvattn_params *p = &P->ph;
+    const int H = p->num_heads, D = p->head_dim, dt = p->dtype;
+    const double u = dt == KVATTN_F16 ? ldexp(1.0, -11) : ldexp(1.0, -8);
+    unsigned char *o = malloc(P->out.bytes);
+    float *l = malloc(P->lse.bytes);
+    if (kvt_download(&P->out.dev, o, P->out.bytes) || kvt_download(&P->lse.dev, l, P->lse.bytes)) {
+        kvt_failf("download failed");
+    } else {
+        int bad = 0;
+        for (int64_t r = 0; r < p->total_q; r++)
+            for (int h = 0; h < H; h++) {
+                for (int c = 0; c < D; c++) {
+                    int64_t e = r * p->out_row_stride + (int64_t)h * p->out_head_stride + c;
+                    double g = kvref_load(dt, o, e), want = oref[(r * H + h) * D + c];
+                    double err = fabs(g - want);
+                    if (!(err <= 4 * u + 2 * u * fabs(want)) && bad++ < 3)
+                        kvt_failf("out row %lld head %d ch %d: got %.6g want %.6g", (long long)r, h, c, g, want);
+                }
+                double gl = l[(int64_t)h * p->lse_head_stride + r * p->lse_row_stride], wl = lref[r * H + h];
+                if (!(fabs(gl - wl) <= 1e-3 * (1 + fabs(wl))) && bad++ < 3)
+                    kvt_failf("lse row %lld head %d: got %.7g want %.7g", (long long)r, h, gl, wl);
+            }
+    }
+    free(o);
+    free(l);
+}
+
+static void graph_case(int paged, int dtype) {
+    kvt_case_begin("graph replay, %s, %s", paged ? "paged 16" : "contiguous", dtype == KVATTN_BF16 ? "bf16" : "fp16");
+    int n_q[NB], n_new[NB], S[NB];
+    for (int b = 0; b < NB; b++) {
+        n_q[b] = n_new[b] = 1;
+        S[b] = MAXS; /* shapes sized for the longest cache of any replay */
+    }
+    cu_spec sp = cu_spec_default();
+    sp.dtype = dtype;
+    sp.B = NB;
+    sp.n_q = n_q;
+    sp.n_new = n_new;
+    sp.S = S;
+    sp.paged = paged;
+    sp.extra_pages = 16;
+    sp.rotary_dim = 128;
+    sp.rotary_interleaved = 0;
+    kvt_problem P;
+    cu_build(&P, &sp);
+    cudaStream_t stream = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    kvt_buf ws = {0};
+    size_t ws_bytes = 0;
+    double *oref = calloc((size_t)NB * sp.H * sp.D, sizeof(double)), *lref = calloc((size_t)NB * sp.H, sizeof(double));
+    if (kvt_problem_upload(&P, 1) || kvattn_workspace_size(&P.pd, KVATTN_BACKEND_CUDA, &ws_bytes) != KVATTN_OK) {
+        kvt_failf("setup: %s", kvattn_last_error());
+        goto done;
+    }
+    ws = kvt_alloc(KVATTN_BACKEND_CUDA, ws_bytes);
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+        kvt_failf("stream create failed");
+        goto done;
+    }
+    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+        kvt_failf("begin capture failed");
+        goto done;
+    }
+    int st = kvattn_forward(&P.pd, KVATTN_BACKEND_CUDA, ws.ptr, ws_bytes, stream);
+    cudaError_t ce = cudaStreamEndCapture(stream, &graph);
+    if (st != KVATTN_OK || ce != cudaSuccess) {
+        kvt_failf("capture: forward %s (%s), end capture %s", kvattn_status_string(st), kvattn_last_error(),
+                  cudaGetErrorString(ce));
+        goto done;
+    }
+    size_t n_nodes = 0;
+    cudaGraphGetNodes(graph, NULL, &n_nodes);
+    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+        kvt_failf("instantiate failed");
+        goto done;
+    }
+    for (int r = 0; r < REPLAYS && !kvt_case_failed(); r++) {
+        /* new lengths, block tables, q, k_new, v_new (same shapes), written into the same device buffers */
+        kvattn_params *p = &P.ph;
+        int32_t *sl = P.seqlens.host;
+        for (int b = 0; b < NB; b++) sl[b] = r == 0 ? kvt_randint(0, 3) : kvt_randint(0, MAXS);
+        if (paged) {
+            int32_t *perm = malloc((size_t)p->num_pages * 4), *bt = P.block_table.host;
+            for (int i = 0; i < p->num_pages; i++) perm[i] = i;
+            kvt_shuffle(perm, p->num_pages);
+            int next = 0;
+            for (int b = 0; b < NB; b++) {
+                int np = (sl[b] + 1 + p->page_size - 1) / p->page_size;
+                for (int s = 0; s < p->max_pages_per_seq; s++) bt[b * p->max_pages_per_seq + s] = s < np ? perm[next++] : -1;
+            }
+            free(perm);
+        }
+        kvt_fill(dtype, P.q.host, (int64_t)NB * sp.H * sp.D, -1, 1);
+        kvt_fill(dtype, P.k_new.host, (int64_t)NB * sp.Hk * sp.D, -1, 1);
+        kvt_fill(dtype, P.v_new.host, (int64_t)NB * sp.Hk * sp.D, -1, 1);
+        kvt_arr *upd[] = {&P.seqlens, &P.block_table, &P.q, &P.k_new, &P.v_new};
+        for (size_t i = 0; i < sizeof upd / sizeof upd[0]; i++)
+            if (upd[i]->used) kvt_upload(&upd[i]->dev, upd[i]->host, upd[i]->bytes);
+        cudaMemset(P.out.dev.ptr, 0xFF, P.out.bytes);
+        cudaMemset(P.lse.dev.ptr, 0xFF, P.lse.bytes);
+        if (cudaGraphLaunch(exec, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess) {
+            kvt_failf("replay %d: launch/sync failed", r);
+            break;
+        }
+        kvattn_device_status ds;
+        if (kvattn_device_status_read(ws.ptr, stream, &ds) != KVATTN_OK || ds.flags || ds.num_failed)
+            kvt_failf("replay %d: device status flags 0x%x failed %d", r, ds.flags, ds.num_failed);
+        if (kvref_forward(p, oref, lref)) {
+            kvt_failf("replay %d: the reference rejected the input (test bug)", r);
+            break;
+        }
+        check_out(&P, oref, lref);
+        kvt_arr *caches[2] = {&P.k_cache, &P.v_cache};
+        for (int w = 0; w < 2; w++) {
+            void *g = malloc(caches[w]->bytes);
+            if (kvt_download(&caches[w]->dev, g, caches[w]->bytes)) kvt_failf("download of %s failed", caches[w]->name);
+            else {
+                kvt_check_cache(p, w, caches[w]->host, g, caches[w]->bytes, -1, 1, 0);
+                memcpy(caches[w]->host, g, caches[w]->bytes);
+            }
+            free(g);
+        }
+        kvt_arr *all[] = {&P.q, &P.k_new, &P.v_new, &P.out, &P.lse, &P.k_cache, &P.v_cache, &P.block_table, &P.seqlens};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (all[i]->used && !kvt_guards_ok(&all[i]->dev)) kvt_failf("replay %d: guards around %s", r, all[i]->name);
+    }
+    printf("  graph of %zu nodes replayed %d times\n", n_nodes, REPLAYS);
+done:
+    cu_sync_ok("graph case");
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (stream) cudaStreamDestroy(stream);
+    kvt_free(&ws);
+    free(oref);
+    free(lref);
+    kvt_problem_free(&P);
+    kvt_case_end();
+}
+#endif
+
+int main(void) {
+    kvt_init("test_cuda_graph");
+    if (!cu_gpu_or_skip(4)) return kvt_finish();
+#ifdef KVATTN_HAVE_CUDA
+    graph_case(1, KVATTN_BF16);
+    graph_case(0, KVATTN_BF16);
+    graph_case(1, KVATTN_F16);
+    graph_case(0, KVATTN_F16);
+#endif
+    return kvt_finish();
+}

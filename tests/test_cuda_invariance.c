@@ -1,0 +1,334 @@
+/* test_cuda_invariance.c — batch invariance and determinism on the CUDA backend.
+ * Batch invariance (batch_invariant = 1): a target sequence's out and lse bits must be identical when it runs
+ * alone, at another index, in a batch of 5 and in a batch of 200 of varied lengths; targets include a long
+ * cache (20000 tokens, so automatic splitting would kick in) and a short decode. Determinism: the same batch
+ * of 200 run twice gives the same bits, with batch_invariant 0 and 1. All sequences share one paged pool
+ * (page 16); appends are idempotent (same new tokens at the same positions), so configurations can share it.
+ * A target alone is also checked against the float64 reference, so that equal bits are also right bits. */
+#include "test_cuda_common.h"
+
+#define NSEQ 200
+#define PS 16
+#define H 8
+#define HK 2
+#define D 128
+
+#ifdef KVATTN_HAVE_CUDA
+typedef struct seqdata {
+    int n_q, S;
+    uint16_t *q, *k_new, *v_new; /* [n_q, H, D], [n_q, HK, D] (n_new = n_q) */
+    int32_t *pages;              /* [max_pages] */
+} seqdata;
+
+static int g_max_pages, g_num_pages;
+static void *g_kc, *g_vc;          /* device pool */
+static uint16_t *g_kc_h, *g_vc_h;  /* host copy of the initial pool (the reference reads it) */
+static seqdata g_seq[NSEQ];
+
+/* Runs the sequences ids[0..n) as one batch; returns out rows [total_q, H, D] and lse [H, total_q] (host). */
+static int run_batch(const int *ids, int n, int batch_invariant, int num_splits, uint16_t **out_h, float **lse_h,
+                     int *total_q_out) {
+    int total_q = 0;
+    for (int i = 0; i < n; i++) total_q += g_seq[ids[i]].n_q;
+    size_t qb = (size_t)total_q * H * D * 2, nb = (size_t)total_q * HK * D * 2;
+    uint16_t *q = malloc(qb), *kn = malloc(nb), *vn = malloc(nb);
+    int32_t *cu = malloc((size_t)(n + 1) * 4), *sl = malloc((size_t)n * 4), *bt = malloc((size_t)n * g_max_pages * 4);
+    cu[0] = 0;
+    for (int i = 0; i < n; i++) {
+        seqdata *s = &g_seq[ids[i]];
+        memcpy(q + (size_t)cu[i] * H * D, s->q, (size_t)s->n_q * H * D * 2);
+        memcpy(kn + (size_t)cu[i] * HK * D, s->k_new, (size_t)s->n_q * HK * D * 2);
+        memcpy(vn + (size_t)cu[i] * HK * D, s->v_new, (size_t)s->n_q * HK * D * 2);
+        memcpy(bt + (size_t)i * g_max_pages, s->pages, (size_t)g_max_pages * 4);
+        sl[i] = s->S;
+        cu[i + 1] = cu[i] + s->n_q;
+    }
+    void *dq, *dkn, *dvn, *dcu, *dsl, *dbt, *dout, *dlse, *dws;
+    cudaMalloc(&dq, qb);
+    cudaMalloc(&dkn, nb);
+    cudaMalloc(&dvn, nb);
+    cudaMalloc(&dcu, (size_t)(n + 1) * 4);
+    cudaMalloc(&dsl, (size_t)n * 4);
+    cudaMalloc(&dbt, (size_t)n * g_max_pages * 4);
+    cudaMalloc(&dout, qb);
+    cudaMalloc(&dlse, (size_t)total_q * H * 4);
+    cudaMemcpy(dq, q, qb, cudaMemcpyHostToDevice);
+    cudaMemcpy(dkn, kn, nb, cudaMemcpyHostToDevice);
+    cudaMemcpy(dvn, vn, nb, cudaMemcpyHostToDevice);
+    cudaMemcpy(dcu, cu, (size_t)(n + 1) * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dsl, sl, (size_t)n * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbt, bt, (size_t)n * g_max_pages * 4, cudaMemcpyHostToDevice);
+    cudaMemset(dout, 0xFF, qb);
+    cudaMemset(dlse, 0xFF, (size_t)total_q * H * 4);
+    kvattn_params p = kvattn_params_default();
+    p.dtype = KVATTN_BF16;
+    p.batch = n;
+    p.num_heads = H;
+    p.num_kv_heads = HK;
+    p.head_dim = D;
+    p.q = dq;
+    p.cu_seqlens_q = dcu;
+    p.total_q = total_q;
+    p.q_row_stride = H * D;
+    p.q_head_stride = D;
+    p.k_new = dkn;
+    p.v_new = dvn;
+    p.cu_seqlens_knew = dcu;
+    p.total_knew = total_q;
+    p.knew_row_stride = p.vnew_row_stride = HK * D;
+    p.knew_head_stride = p.vnew_head_stride = D;
+    p.k_cache = g_kc;
+    p.v_cache = g_vc;
+    p.k_batch_stride = p.v_batch_stride = (int64_t)PS * HK * D;
+    p.k_row_stride = p.v_row_stride = HK * D;
+    p.k_head_stride = p.v_head_stride = D;
+    p.block_table = dbt;
+    p.block_table_batch_stride = g_max_pages;
+    p.max_pages_per_seq = g_max_pages;
+    p.num_pages = g_num_pages;
+    p.page_size = PS;
+    p.cache_seqlens = dsl;
+    p.causal = 1;
+    p.num_splits = num_splits;
+    p.batch_invariant = batch_invariant;
+    p.out = dout;
+    p.out_row_stride = H * D;
+    p.out_head_stride = D;
+    p.softmax_lse = dlse;
+    p.lse_head_stride = total_q;
+    p.lse_row_stride = 1;
+    size_t wsb = 0;
+    int st = kvattn_workspace_size(&p, KVATTN_BACKEND_CUDA, &wsb);
+    if (st == KVATTN_OK) {
+        cudaMalloc(&dws, wsb);
+        st = kvattn_forward(&p, KVATTN_BACKEND_CUDA, dws, wsb, NULL);
+        kvattn_device_status ds;
+        if (st == KVATTN_OK && (kvattn_device_status_read(dws, NULL, &ds) != KVATTN_OK || ds.flags))
+            kvt_failf("device status flags 0x%x", ds.flags);
+        cudaFree(dws);
+    }
+    if (st != KVATTN_OK) kvt_failf("forward: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+    *out_h = malloc(qb);
+    *lse_h = malloc((size_t)total_q * H * 4);
+    cudaMemcpy(*out_h, dout, qb, cudaMemcpyDeviceToHost);
+    cudaMemcpy(*lse_h, dlse, (size_t)total_q * H * 4, cudaMemcpyDeviceToHost);
+    *total_q_out = total_q;
+    cu_sync_ok("run_batch");
+    void *fr[] = {dq, dkn, dvn, dcu, dsl, dbt, dout, dlse};
+    for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) cudaFree(fr[i]);
+    free(q);
+    free(kn);
+    free(vn);
+    free(cu);
+    free(sl);
+    free(bt);
+    return st;
+}
+
+/* The rows of sequence `id` inside a batch run: out rows and lse columns, compared bitwise with `ref`. */
+static int row_of(const int *ids, int n, int id) {
+    int r = 0;
+    for (int i = 0; i < n; i++) {
+        if (ids[i] == id) return r;
+        r += g_seq[ids[i]].n_q;
+    }
+    return -1;
+}
+static void compare_target(const char *what, int id, const uint16_t *out_a, const float *lse_a, int row_a, int tq_a,
+                           const uint16_t *out_b, const float *lse_b, int row_b, int tq_b) {
+    const int nq = g_seq[id].n_q;
+    if (memcmp(out_a + (size_t)row_a * H * D, out_b + (size_t)row_b * H * D, (size_t)nq * H * D * 2))
+        kvt_failf("%s: out bits of sequence %d differ", what, id);
+    for (int h = 0; h < H; h++)
+        if (memcmp(lse_a + (size_t)h * tq_a + row_a, lse_b + (size_t)h * tq_b + row_b, (size_t)nq * 4)) {
+            kvt_failf("%s: lse bits of sequence %d head %d differ", what, id, h);
+            break;
+        }
+}
+
+/* The target alone against the float64 reference (host copy of the pool, so it sees the pool's initial
+ * contents plus its own appended tokens, as the device does). */
+static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
+    seqdata *s = &g_seq[id];
+    kvattn_params p = kvattn_params_default();
+    int32_t cu[2] = {0, s->n_q}, sl[1] = {s->S};
+    p.dtype = KVATTN_BF16;
+    p.batch = 1;
+    p.num_heads = H;
+    p.num_kv_heads = HK;
+    p.head_dim = D;
+    p.q = s->q;
+    p.cu_seqlens_q = cu;
+    p.total_q = s->n_q;
+    p.q_row_stride = H * D;
+    p.q_head_stride = D;
+    p.k_new = s->k_new;
+    p.v_new = s->v_new;
+    p.cu_seqlens_knew = cu;
+    p.total_knew = s->n_q;
+    p.knew_row_stride = p.vnew_row_stride = HK * D;
+    p.knew_head_stride = p.vnew_head_stride = D;
+    p.k_cache = g_kc_h;
+    p.v_cache = g_vc_h;
+    p.k_batch_stride = p.v_batch_stride = (int64_t)PS * HK * D;
+    p.k_row_stride = p.v_row_stride = HK * D;
+    p.k_head_stride = p.v_head_stride = D;
+    p.block_table = s->pages;
+    p.block_table_batch_stride = g_max_pages;
+    p.max_pages_per_seq = g_max_pages;
+    p.num_pages = g_num_pages;
+    p.page_size = PS;
+    p.cache_seqlens = sl;
+    p.causal = 1;
+    double *oref = calloc((size_t)s->n_q * H * D, sizeof(double)), *lref = calloc((size_t)s->n_q * H, sizeof(double));
+    if (kvref_forward(&p, oref, lref)) kvt_failf("reference rejected the target (test bug)");
+    const double u = ldexp(1.0, -8);
+    int bad = 0;
+    for (int r = 0; r < s->n_q; r++)
+        for (int h = 0; h < H; h++) {
+            for (int c = 0; c < D; c++) {
+                double g = kvref_load(KVATTN_BF16, out, ((int64_t)r * H + h) * D + c), w = oref[((int64_t)r * H + h) * D + c];
+                if (!(fabs(g - w) <= 4 * u + 2 * u * fabs(w)) && bad++ < 3)
+                    kvt_failf("alone vs reference: row %d head %d ch %d got %.6g want %.6g", r, h, c, g, w);
+            }
+            double gl = lse[(size_t)h * s->n_q + r], wl = lref[(size_t)r * H + h];
+            if (!(fabs(gl - wl) <= 1e-3 * (1 + fabs(wl))) && bad++ < 3)
+                kvt_failf("alone vs reference: lse row %d head %d got %.7g want %.7g", r, h, gl, wl);
+        }
+    free(oref);
+    free(lref);
+}
+#endif
+
+int main(void) {
+    kvt_init("test_cuda_invariance");
+    if (!cu_gpu_or_skip(6)) return kvt_finish();
+#ifdef KVATTN_HAVE_CUDA
+    /* sequences: 0 = long target (S 20000, 5 queries), 1 = short decode target; the rest varied */
+    const int nq_choices[6] = {1, 1, 1, 3, 7, 64};
+    int max_need = 0;
+    for (int i = 0; i < NSEQ; i++) {
+        seqdata *s = &g_seq[i];
+        s->n_q = i == 0 ? 5 : i == 1 ? 1 : kvt_pick(nq_choices, 6);
+        s->S = i == 0 ? 20000 : i == 1 ? 100 : (i % 17 == 0 ? kvt_randint(4000, 9000) : kvt_randint(0, 1500));
+        if (s->S + s->n_q > max_need) max_need = s->S + s->n_q;
+    }
+    g_max_pages = (max_need + PS - 1) / PS + 1;
+    g_num_pages = 0;
+    for (int i = 0; i < NSEQ; i++) g_num_pages += (g_seq[i].S + g_seq[i].n_q + PS - 1) / PS;
+    int32_t *perm = malloc((size_t)g_num_pages * 4);
+    for (int i = 0; i < g_num_pages; i++) perm[i] = i;
+    kvt_shuffle(perm, g_num_pages);
+    int next = 0;
+    for (int i = 0; i < NSEQ; i++) {
+        seqdata *s = &g_seq[i];
+        int np = (s->S + s->n_q + PS - 1) / PS;
+        s->pages = malloc((size_t)g_max_pages * 4);
+        for (int k = 0; k < g_max_pages; k++) s->pages[k] = k < np ? perm[next++] : -1;
+        s->q = malloc((size_t)s->n_q * H * D * 2);
+        s->k_new = malloc((size_t)s->n_q * HK * D * 2);
+        s->v_new = malloc((size_t)s->n_q * HK * D * 2);
+        kvt_fill(KVATTN_BF16, s->q, (int64_t)s->n_q * H * D, -1, 1);
+        kvt_fill(KVATTN_BF16, s->k_new, (int64_t)s->n_q * HK * D, -1, 1);
+        kvt_fill(KVATTN_BF16, s->v_new, (int64_t)s->n_q * HK * D, -1, 1);
+    }
+    free(perm);
+    size_t pool = (size_t)g_num_pages * PS * HK * D * 2;
+    g_kc_h = malloc(pool);
+    g_vc_h = malloc(pool);
+    kvt_fill(KVATTN_BF16, g_kc_h, (int64_t)(pool / 2), -1, 1);
+    kvt_fill(KVATTN_BF16, g_vc_h, (int64_t)(pool / 2), -1, 1);
+    if (cudaMalloc(&g_kc, pool) != cudaSuccess || cudaMalloc(&g_vc, pool) != cudaSuccess) {
+        kvt_note_failure("cannot allocate the pool (%zu bytes)", pool);
+        return kvt_finish();
+    }
+    cudaMemcpy(g_kc, g_kc_h, pool, cudaMemcpyHostToDevice);
+    cudaMemcpy(g_vc, g_vc_h, pool, cudaMemcpyHostToDevice);
+    printf("  pool: %d pages of %d tokens (%.1f MB per cache), %d sequences\n", g_num_pages, PS, pool / 1e6, NSEQ);
+
+    int order[NSEQ];
+    for (int i = 0; i < NSEQ; i++) order[i] = i;
+    for (int target = 0; target <= 1; target++) {
+        kvt_case_begin("batch invariance, target %d (S=%d, n_q=%d)", target, g_seq[target].S, g_seq[target].n_q);
+        uint16_t *o_alone, *o_b;
+        float *l_alone, *l_b;
+        int tq_alone, tq_b;
+        int alone[1] = {target};
+        run_batch(alone, 1, 1, 0, &o_alone, &l_alone, &tq_alone);
+        check_alone_ref(target, o_alone, l_alone);
+        /* in the batch of 200 at three positions; in a batch of 5; each compared with alone */
+        int positions[3] = {target, 117, NSEQ - 1};
+        for (int k = 0; k < 3; k++) {
+            int ids[NSEQ];
+            memcpy(ids, order, sizeof ids);
+            kvt_shuffle((int32_t *)ids + 0, NSEQ);
+            int at = 0;
+            for (int i = 0; i < NSEQ; i++)
+                if (ids[i] == target) at = i;
+            int tmp = ids[positions[k]];
+            ids[positions[k]] = target;
+            ids[at] = tmp;
+            run_batch(ids, NSEQ, 1, 0, &o_b, &l_b, &tq_b);
+            char what[96];
+            snprintf(what, sizeof what, "batch of %d at index %d vs alone", NSEQ, positions[k]);
+            compare_target(what, target, o_alone, l_alone, 0, tq_alone, o_b, l_b, row_of(ids, NSEQ, target), tq_b);
+            free(o_b);
+            free(l_b);
+        }
+        int small[5] = {7, 3, target, 150, 42};
+        if (target == 1) small[1] = 0; /* the long sequence beside the short target */
+        run_batch(small, 5, 1, 0, &o_b, &l_b, &tq_b);
+        compare_target("batch of 5 vs alone", target, o_alone, l_alone, 0, tq_alone, o_b, l_b, row_of(small, 5, target), tq_b);
+        free(o_b);
+        free(l_b);
+        free(o_alone);
+        free(l_alone);
+        kvt_case_end();
+    }
+    for (int bi = 0; bi <= 1; bi++) {
+        kvt_case_begin("determinism: batch of %d twice, batch_invariant=%d", NSEQ, bi);
+        uint16_t *o1, *o2;
+        float *l1, *l2;
+        int t1, t2;
+        run_batch(order, NSEQ, bi, 0, &o1, &l1, &t1);
+        run_batch(order, NSEQ, bi, 0, &o2, &l2, &t2);
+        if (memcmp(o1, o2, (size_t)t1 * H * D * 2)) kvt_failf("out bits differ between two identical runs");
+        if (memcmp(l1, l2, (size_t)t1 * H * 4)) kvt_failf("lse bits differ between two identical runs");
+        free(o1);
+        free(o2);
+        free(l1);
+        free(l2);
+        kvt_case_end();
+    }
+    {
+        kvt_case_begin("determinism: long target alone, num_splits=8 and 0, twice each");
+        int alone[1] = {0};
+        for (int ns = 0; ns <= 8; ns += 8) {
+            uint16_t *o1, *o2;
+            float *l1, *l2;
+            int t1, t2;
+            run_batch(alone, 1, 0, ns, &o1, &l1, &t1);
+            run_batch(alone, 1, 0, ns, &o2, &l2, &t2);
+            if (memcmp(o1, o2, (size_t)t1 * H * D * 2) || memcmp(l1, l2, (size_t)t1 * H * 4))
+                kvt_failf("num_splits=%d: bits differ between two identical runs", ns);
+            check_alone_ref(0, o1, l1);
+            free(o1);
+            free(o2);
+            free(l1);
+            free(l2);
+        }
+        kvt_case_end();
+    }
+    cudaFree(g_kc);
+    cudaFree(g_vc);
+    free(g_kc_h);
+    free(g_vc_h);
+    for (int i = 0; i < NSEQ; i++) {
+        free(g_seq[i].q);
+        free(g_seq[i].k_new);
+        free(g_seq[i].v_new);
+        free(g_seq[i].pages);
+    }
+#endif
+    return kvt_finish();
+}
