@@ -1,26 +1,109 @@
 /* attn.cu — the attention half of the CUDA backend (see cuda_internal.cuh): support check, workspace size and
  * the launch of scheduling, attention and combine kernels on the caller's stream.
- * B sequences, H query heads, Hk KV heads, D head dim. */
+ * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim, DP = D padded to a multiple of 32. */
 #include "cuda/cuda_internal.cuh"
-#include "cuda/attn_v0.cuh"
+#include "cuda/attn_kernels.cuh"
+
+/* Everything the three entry points decide, made in one place so that they can never disagree. */
+typedef struct attn_plan {
+    int dp;                /* padded head dim: the kernel variant */
+    int stages;            /* KV smem stages */
+    size_t smem;           /* dynamic smem of the attention kernel */
+    int64_t max_items, max_combine, max_part_rows;
+    int32_t target_pieces;
+    size_t off_prefix, off_items, off_combine, off_part_o, off_part_lse, bytes; /* inside the attn workspace */
+} attn_plan;
+
+static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* THE variant table: padded head dim and pipeline depth for a head dim (STYLE rule 7). */
+static int attn_variant(int head_dim, int *dp, int *stages) {
+    switch ((head_dim + 31) / 32) {
+    case 1: *dp = 32; *stages = 2; return 1;
+    case 2: *dp = 64; *stages = 2; return 1;
+    case 3: *dp = 96; *stages = 2; return 1;
+    case 4: *dp = 128; *stages = 2; return 1;
+    case 5: *dp = 160; *stages = 2; return 1;
+    case 6: *dp = 192; *stages = 2; return 1;
+    case 7: *dp = 224; *stages = 2; return 1;
+    case 8: *dp = 256; *stages = 2; return 1;
+    default: return 0;
+    }
+}
+
+static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, attn_plan *pl) {
+    const int64_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
+    const int64_t G = H / Hk > 0 ? H / Hk : 1;
+    if (!attn_variant(p->head_dim, &pl->dp, &pl->stages)) { pl->dp = 256; pl->stages = 2; }
+    pl->smem = (size_t)(KV_PREFILL_ROWS + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
+    const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
+    const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
+    const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B;
+    pl->target_pieces = 8 * (dev->num_sms > 0 ? dev->num_sms : 132);
+    int64_t extra_items = 0, part_rows = 0;
+    if (p->num_splits != 1 && p->batch_invariant) {
+        int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
+        if (p->num_splits > 1 && pinv > p->num_splits + 1) pinv = p->num_splits + 1;
+        extra_items = Hk * B * pinv;
+        const int64_t rows = rows_q * G < KV_PREFILL_ROWS * B ? rows_q * G : KV_PREFILL_ROWS * B;
+        part_rows = Hk * pinv * rows;
+    } else if (p->num_splits != 1) {
+        int64_t pmax = cdiv(C, KV_BN * KV_MIN_CHUNK_TILES) + 1;
+        if (p->num_splits > 1 && pmax > p->num_splits) pmax = p->num_splits;
+        extra_items = 4 * (int64_t)pl->target_pieces;
+        part_rows = 4 * (int64_t)pl->target_pieces * KV_PREFILL_ROWS;
+        if (rows_q * H * pmax < part_rows) part_rows = rows_q * H * pmax;
+    }
+    pl->max_items = Hk * tiles_max + extra_items;
+    if (pl->max_items > 0x7fffffff) pl->max_items = 0x7fffffff;
+    pl->max_combine = part_rows > 0 ? pl->max_items : 0;
+    pl->max_part_rows = part_rows > 0x7fffffff ? 0x7fffffff : part_rows;
+    size_t off = round256(sizeof(kv_attn_ws_header));
+    pl->off_prefix = off;
+    off += round256((size_t)(B + 1) * sizeof(int32_t));
+    pl->off_items = off;
+    off += round256((size_t)pl->max_items * sizeof(kv_item));
+    pl->off_combine = off;
+    off += round256((size_t)pl->max_combine * sizeof(kv_combine));
+    pl->off_part_o = off;
+    off += round256((size_t)pl->max_part_rows * pl->dp * sizeof(float));
+    pl->off_part_lse = off;
+    off += round256((size_t)pl->max_part_rows * sizeof(float));
+    pl->bytes = off;
+}
+
+/* The fast kernels load 16-byte chunks of q and the caches and store element pairs of out. */
+static int attn_fast_layout_ok(const kvattn_params *p) {
+    const uintptr_t mis = ((uintptr_t)p->q | (uintptr_t)p->k_cache | (uintptr_t)p->v_cache) & 15;
+    const int64_t s8 = p->q_batch_stride | p->q_row_stride | p->q_head_stride | p->k_batch_stride |
+                       p->k_row_stride | p->k_head_stride | p->v_batch_stride | p->v_row_stride | p->v_head_stride;
+    const int64_t s2 = p->out_batch_stride | p->out_row_stride | p->out_head_stride;
+    return mis == 0 && ((uintptr_t)p->out & 3) == 0 && (s8 & 7) == 0 && (s2 & 1) == 0;
+}
 
 int kv_attn_supported(const kvattn_params *p) {
+    int dp, stages;
     RETURN_IF(p->dtype != KVATTN_F16 && p->dtype != KVATTN_BF16, KVATTN_ERR_UNSUPPORTED,
               "dtype=%d: the CUDA backend supports fp16 (%d) and bf16 (%d)", p->dtype, KVATTN_F16, KVATTN_BF16);
-    RETURN_IF(p->head_dim < 8 || p->head_dim > 256 || p->head_dim % 8 != 0, KVATTN_ERR_UNSUPPORTED,
-              "head_dim=%d: the CUDA backend supports multiples of 8 from 8 to 256", p->head_dim);
+    RETURN_IF(p->head_dim % 8 != 0 || !attn_variant(p->head_dim, &dp, &stages) || p->head_dim < 8,
+              KVATTN_ERR_UNSUPPORTED, "head_dim=%d: the CUDA backend supports multiples of 8 from 8 to 256",
+              p->head_dim);
     RETURN_IF(p->rotary_cos && p->rotary_dtype != KVATTN_F32 && p->rotary_dtype != p->dtype, KVATTN_ERR_UNSUPPORTED,
               "rotary_dtype=%d: must be fp32 (%d) or the dtype of q (%d)", p->rotary_dtype, KVATTN_F32, p->dtype);
     return KVATTN_OK;
 }
 
-size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev) { return 256; }
+size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev) {
+    attn_plan pl;
+    attn_plan_make(p, dev, &pl);
+    return pl.bytes;
+}
 
 template <typename T>
 static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_device_info *dev, cudaStream_t stream) {
     const int grid = dev->num_sms * 8;
-    const int dch = (p->head_dim + 31) / 32;
-    switch (dch) {
+    switch ((p->head_dim + 31) / 32) {
     case 1: kv_attn_v0_kernel<T, 1><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
     case 2: kv_attn_v0_kernel<T, 2><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
     case 3: kv_attn_v0_kernel<T, 3><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
@@ -35,11 +118,87 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
     return KVATTN_OK;
 }
 
+/* Blocks per SM of one attention kernel variant, after raising its smem limit once per device (both are
+ * host-side attribute calls, no synchronization). */
+#define KV_MAX_DEVICES 64
+template <typename T, int DP, int NS>
+static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
+    static int cached[KV_MAX_DEVICES]; /* 0 = not yet; a benign race only repeats the calls */
+    const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
+    if (cached[d] > 0) { *blocks = cached[d]; return KVATTN_OK; }
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem));
+    int n = 0;
+    KV_CUDA_CHECK_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS>, KV_THREADS, smem));
+    if (n < 1) n = 1;
+    cached[d] = n;
+    *blocks = n;
+    return KVATTN_OK;
+}
+
+template <typename T, int DP, int NS>
+static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args, const kv_device_info *dev,
+                       cudaStream_t stream) {
+    int per_sm = 1;
+    int st = attn_blocks_per_sm<T, DP, NS>(dev, pl->smem, &per_sm);
+    if (st != KVATTN_OK) return st;
+    kv_attn_schedule_kernel<<<1, KV_SCHED_THREADS, 0, stream>>>(*p, *args);
+    KV_CUDA_CHECK_RET(cudaGetLastError());
+    kv_attn_kernel<T, DP, NS><<<dev->num_sms * per_sm, KV_THREADS, pl->smem, stream>>>(*p, *args);
+    KV_CUDA_CHECK_RET(cudaGetLastError());
+    if (pl->max_combine > 0) {
+        kv_attn_combine_kernel<T><<<dev->num_sms * 4, KV_THREADS, 0, stream>>>(*p, *args);
+        KV_CUDA_CHECK_RET(cudaGetLastError());
+    }
+    return KVATTN_OK;
+}
+
+template <typename T>
+static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
+                          const kv_device_info *dev, cudaStream_t stream) {
+    switch (pl->dp) {
+    case 32: return launch_fast<T, 32, 2>(p, pl, args, dev, stream);
+    case 64: return launch_fast<T, 64, 2>(p, pl, args, dev, stream);
+    case 96: return launch_fast<T, 96, 2>(p, pl, args, dev, stream);
+    case 128: return launch_fast<T, 128, 2>(p, pl, args, dev, stream);
+    case 160: return launch_fast<T, 160, 2>(p, pl, args, dev, stream);
+    case 192: return launch_fast<T, 192, 2>(p, pl, args, dev, stream);
+    case 224: return launch_fast<T, 224, 2>(p, pl, args, dev, stream);
+    case 256: return launch_fast<T, 256, 2>(p, pl, args, dev, stream);
+    default: return kv_set_error(KVATTN_ERR_INTERNAL, "head_dim=%d: no attention variant", p->head_dim);
+    }
+}
+
+/* Set KVATTN_ATTN_FORCE_V0 (dev builds) to route every call through the scalar kernel. */
+int kv_attn_force_v0 = 0;
+
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
-                              const kv_device_info *dev, cudaStream_t stream) {
+                   const kv_device_info *dev, cudaStream_t stream) {
     int st = kv_attn_supported(p);
     if (st != KVATTN_OK) return st;
     if (p->batch == 0) return KVATTN_OK;
-    return p->dtype == KVATTN_F16 ? launch_v0<__half>(p, seq_ok, dev, stream)
-                                  : launch_v0<__nv_bfloat16>(p, seq_ok, dev, stream);
+    attn_plan pl;
+    attn_plan_make(p, dev, &pl);
+    const bool fast = !kv_attn_force_v0 && attn_fast_layout_ok(p) && pl.smem <= (size_t)dev->max_smem_optin;
+    if (!fast)
+        return p->dtype == KVATTN_F16 ? launch_v0<__half>(p, seq_ok, dev, stream)
+                                      : launch_v0<__nv_bfloat16>(p, seq_ok, dev, stream);
+    RETURN_IF(attn_ws == NULL || attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE,
+              "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
+    unsigned char *ws = (unsigned char *)attn_ws;
+    kv_attn_args args;
+    args.seq_ok = seq_ok;
+    args.hdr = (kv_attn_ws_header *)ws;
+    args.tile_prefix = (int32_t *)(ws + pl.off_prefix);
+    args.items = (kv_item *)(ws + pl.off_items);
+    args.combine = (kv_combine *)(ws + pl.off_combine);
+    args.part_o = (float *)(ws + pl.off_part_o);
+    args.part_lse = (float *)(ws + pl.off_part_lse);
+    args.max_items = pl.max_items;
+    args.max_combine = pl.max_combine;
+    args.max_part_rows = pl.max_part_rows;
+    args.target_pieces = pl.target_pieces;
+    args.dp = pl.dp;
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, stream)
+                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, stream);
 }

@@ -1,0 +1,605 @@
+/* attn_test.cu — kernel experiments for src/cuda/attn.cu (llm.c style): builds random problems, runs the
+ * scalar v0 kernel and the fast path through kv_attn_launch, checks both against a float64 CPU reference of
+ * SPEC.md (poisoned outputs, sentinels, skipped sequences, batch invariance, determinism), then times decode,
+ * inflight and prefill shapes against the measured read ceiling.
+ *   ./attn_test validate      ./attn_test bench      (see dev/run_attn.sh)
+ * B sequences, H query heads, Hk KV heads, D head dim. The cache is filled directly (no append kernel here):
+ * the "new" tokens are already in it, k_new only carries their counts. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include "../src/cuda/attn.cu"
+
+extern "C" int kv_set_error(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "kv_set_error(%d): ", status);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return status;
+}
+
+#define CK(x)                                                                                                  \
+    do {                                                                                                       \
+        cudaError_t e_ = (x);                                                                                  \
+        if (e_ != cudaSuccess) {                                                                               \
+            fprintf(stderr, "CUDA %s at %s:%d: %s\n", #x, __FILE__, __LINE__, cudaGetErrorString(e_));         \
+            exit(2);                                                                                           \
+        }                                                                                                      \
+    } while (0)
+
+static uint64_t rng_state = 0x1234567ull;
+static uint32_t rnd() {
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+static float frand() { return (rnd() & 0xffffff) / (float)0x1000000 * 2.0f - 1.0f; }
+static int irand(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); } /* [lo, hi] */
+
+static float h2f(uint16_t x, int dtype) {
+    if (dtype == KVATTN_F16) { __half h; memcpy(&h, &x, 2); return __half2float(h); }
+    __nv_bfloat16 h; memcpy(&h, &x, 2); return __bfloat162float(h);
+}
+static uint16_t f2h(float x, int dtype) {
+    uint16_t r;
+    if (dtype == KVATTN_F16) { __half h = __float2half_rn(x); memcpy(&r, &h, 2); }
+    else { __nv_bfloat16 h = __float2bfloat16_rn(x); memcpy(&r, &h, 2); }
+    return r;
+}
+
+/* One problem: lengths and options on the host, device buffers, params. */
+struct Problem {
+    int dtype = KVATTN_BF16, B = 0, H = 8, Hk = 2, D = 128, page = 16; /* page 0 = contiguous */
+    std::vector<int> nq, nnew, S, L;
+    int causal = 0, wl = -1, wr = -1, num_splits = 0, invariant = 0, rotary = 0, rot_il = 1, rot_R = 0;
+    float softcap = 0.0f;
+    int alibi = 0, leftpad = 0, lse = 1, batch_idx = 0;
+    std::vector<int> bad; /* sequences whose seq_ok is 0 */
+    /* host data */
+    std::vector<uint16_t> q, kc, vc, out;
+    std::vector<float> cosT, sinT, slopes, lse_out;
+    std::vector<int> cu_q, cu_new, bt, cbi;
+    int total_q = 0, total_new = 0, max_pages = 0, num_pages = 0, C = 0, max_pos = 0, cache_batch = 0;
+    kvattn_params p;
+    /* device */
+    void *dq = 0, *dk = 0, *dv = 0, *dout = 0, *dknew = 0, *dws = 0;
+    float *dlse = 0, *dcos = 0, *dsin = 0, *dslopes = 0;
+    int *dcu_q = 0, *dcu_new = 0, *dbt = 0, *dS = 0, *dL = 0, *dcbi = 0;
+    int8_t *dok = 0;
+    size_t ws_bytes = 0;
+};
+
+static void build(Problem &P, bool fill_random = true) {
+    const int B = P.B, H = P.H, Hk = P.Hk, D = P.D;
+    P.cu_q.assign(B + 1, 0);
+    P.cu_new.assign(B + 1, 0);
+    int maxlen = 1;
+    for (int b = 0; b < B; b++) {
+        P.cu_q[b + 1] = P.cu_q[b] + P.nq[b];
+        P.cu_new[b + 1] = P.cu_new[b] + P.nnew[b];
+        maxlen = std::max(maxlen, P.S[b] + P.nnew[b]);
+    }
+    P.total_q = P.cu_q[B];
+    P.total_new = P.cu_new[B];
+    if (P.page > 0) {
+        P.max_pages = (maxlen + P.page - 1) / P.page + 1;
+        P.C = P.max_pages * P.page;
+        std::vector<int> perm;
+        int used = 0;
+        P.bt.assign((size_t)B * P.max_pages, -1);
+        for (int b = 0; b < B; b++) {
+            int need = (P.S[b] + P.nnew[b] + P.page - 1) / P.page;
+            for (int k = 0; k < need; k++) P.bt[(size_t)b * P.max_pages + k] = used++;
+        }
+        P.num_pages = used + 3;
+        std::vector<int> sh(P.num_pages);
+        for (int i = 0; i < P.num_pages; i++) sh[i] = i;
+        for (int i = P.num_pages - 1; i > 0; i--) std::swap(sh[i], sh[rnd() % (i + 1)]);
+        for (auto &x : P.bt) if (x >= 0) x = sh[x];
+    } else {
+        P.C = maxlen + 5;
+        P.cache_batch = B + (P.batch_idx ? 2 : 0);
+        if (P.batch_idx) {
+            P.cbi.resize(B);
+            for (int b = 0; b < B; b++) P.cbi[b] = (b * 7 + 1) % P.cache_batch;
+            /* distinct rows: a permutation prefix */
+            std::vector<int> rows(P.cache_batch);
+            for (int i = 0; i < P.cache_batch; i++) rows[i] = i;
+            for (int i = P.cache_batch - 1; i > 0; i--) std::swap(rows[i], rows[rnd() % (i + 1)]);
+            for (int b = 0; b < B; b++) P.cbi[b] = rows[b];
+        }
+    }
+    const size_t cache_elems = P.page > 0 ? (size_t)P.num_pages * P.page * Hk * D : (size_t)P.cache_batch * P.C * Hk * D;
+    P.q.resize((size_t)P.total_q * H * D);
+    P.kc.resize(cache_elems);
+    P.vc.resize(cache_elems);
+    if (fill_random) {
+        for (auto &x : P.q) x = f2h(frand(), P.dtype);
+        for (auto &x : P.kc) x = f2h(frand(), P.dtype);
+        for (auto &x : P.vc) x = f2h(frand(), P.dtype);
+    } else { /* big benchmark caches: a cheap pattern, never zeros */
+        for (size_t i = 0; i < P.q.size(); i++) P.q[i] = f2h(frand(), P.dtype);
+        for (size_t i = 0; i < cache_elems; i++) {
+            uint16_t v = f2h(((i * 2654435761u) >> 7 & 1023) / 1024.0f - 0.5f, P.dtype);
+            P.kc[i] = v;
+            P.vc[i] = v ^ 0x0001;
+        }
+    }
+    if (P.rotary) {
+        P.max_pos = maxlen + 3;
+        P.cosT.resize((size_t)P.max_pos * P.rot_R / 2);
+        P.sinT.resize(P.cosT.size());
+        for (int pos = 0; pos < P.max_pos; pos++)
+            for (int k = 0; k < P.rot_R / 2; k++) {
+                double th = pos * pow(10000.0, -2.0 * k / P.rot_R);
+                P.cosT[(size_t)pos * P.rot_R / 2 + k] = (float)cos(th);
+                P.sinT[(size_t)pos * P.rot_R / 2 + k] = (float)sin(th);
+            }
+    }
+    if (P.alibi) {
+        P.slopes.resize((size_t)B * H);
+        for (auto &x : P.slopes) x = 0.01f + 0.2f * fabsf(frand());
+    }
+    if (!P.leftpad) P.L.assign(B, 0);
+
+    CK(cudaMalloc(&P.dq, P.q.size() * 2 + 16));
+    CK(cudaMalloc(&P.dk, cache_elems * 2 + 16));
+    CK(cudaMalloc(&P.dv, cache_elems * 2 + 16));
+    const size_t out_elems = (size_t)P.total_q * H * D;
+    CK(cudaMalloc(&P.dout, out_elems * 2 + 4096)); /* 1024 sentinel bytes each side */
+    CK(cudaMalloc(&P.dlse, ((size_t)P.total_q * H + 512) * 4));
+    CK(cudaMalloc(&P.dknew, 16));
+    CK(cudaMemcpy(P.dq, P.q.data(), P.q.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.dk, P.kc.data(), cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.dv, P.vc.data(), cache_elems * 2, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&P.dcu_q, (B + 1) * 4));
+    CK(cudaMalloc(&P.dcu_new, (B + 1) * 4));
+    CK(cudaMalloc(&P.dS, B * 4 + 4));
+    CK(cudaMalloc(&P.dL, B * 4 + 4));
+    CK(cudaMalloc(&P.dok, B + 1));
+    CK(cudaMemcpy(P.dcu_q, P.cu_q.data(), (B + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.dcu_new, P.cu_new.data(), (B + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.dS, P.S.data(), B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.dL, P.L.data(), B * 4, cudaMemcpyHostToDevice));
+    std::vector<int8_t> ok(B, 1);
+    for (int b : P.bad) ok[b] = 0;
+    CK(cudaMemcpy(P.dok, ok.data(), B, cudaMemcpyHostToDevice));
+    if (P.page > 0) {
+        CK(cudaMalloc(&P.dbt, P.bt.size() * 4));
+        CK(cudaMemcpy(P.dbt, P.bt.data(), P.bt.size() * 4, cudaMemcpyHostToDevice));
+    }
+    if (P.batch_idx) {
+        CK(cudaMalloc(&P.dcbi, B * 4));
+        CK(cudaMemcpy(P.dcbi, P.cbi.data(), B * 4, cudaMemcpyHostToDevice));
+    }
+    if (P.rotary) {
+        CK(cudaMalloc(&P.dcos, P.cosT.size() * 4));
+        CK(cudaMalloc(&P.dsin, P.sinT.size() * 4));
+        CK(cudaMemcpy(P.dcos, P.cosT.data(), P.cosT.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(P.dsin, P.sinT.data(), P.sinT.size() * 4, cudaMemcpyHostToDevice));
+    }
+    if (P.alibi) {
+        CK(cudaMalloc(&P.dslopes, P.slopes.size() * 4));
+        CK(cudaMemcpy(P.dslopes, P.slopes.data(), P.slopes.size() * 4, cudaMemcpyHostToDevice));
+    }
+
+    kvattn_params &p = P.p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.dtype = P.dtype;
+    p.batch = B;
+    p.num_heads = H;
+    p.num_kv_heads = Hk;
+    p.head_dim = D;
+    p.q = P.dq;
+    p.cu_seqlens_q = P.dcu_q;
+    p.total_q = P.total_q;
+    p.q_row_stride = (int64_t)H * D;
+    p.q_head_stride = D;
+    p.k_new = P.dknew;
+    p.v_new = P.dknew;
+    p.cu_seqlens_knew = P.dcu_new;
+    p.total_knew = P.total_new;
+    p.k_cache = P.dk;
+    p.v_cache = P.dv;
+    p.k_head_stride = p.v_head_stride = D;
+    p.k_row_stride = p.v_row_stride = (int64_t)Hk * D;
+    if (P.page > 0) {
+        p.k_batch_stride = p.v_batch_stride = (int64_t)P.page * Hk * D;
+        p.block_table = P.dbt;
+        p.block_table_batch_stride = P.max_pages;
+        p.max_pages_per_seq = P.max_pages;
+        p.num_pages = P.num_pages;
+        p.page_size = P.page;
+    } else {
+        p.k_batch_stride = p.v_batch_stride = (int64_t)P.C * Hk * D;
+        p.cache_batch = P.cache_batch;
+        p.cache_capacity = P.C;
+        p.cache_batch_idx = P.dcbi;
+    }
+    p.cache_seqlens = P.dS;
+    p.cache_leftpad = P.leftpad ? P.dL : NULL;
+    if (P.rotary) {
+        p.rotary_cos = P.dcos;
+        p.rotary_sin = P.dsin;
+        p.rotary_dtype = KVATTN_F32;
+        p.rotary_dim = P.rot_R;
+        p.rotary_max_pos = P.max_pos;
+        p.rotary_interleaved = P.rot_il;
+    }
+    p.alibi_slopes = P.dslopes;
+    p.alibi_batch_stride = P.alibi ? H : 0;
+    p.softcap = P.softcap;
+    p.causal = P.causal;
+    p.window_left = P.wl;
+    p.window_right = P.wr;
+    p.num_splits = P.num_splits;
+    p.batch_invariant = P.invariant;
+    p.out = (char *)P.dout + 1024;
+    p.out_row_stride = (int64_t)H * D;
+    p.out_head_stride = D;
+    p.softmax_lse = P.lse ? P.dlse + 256 : NULL;
+    p.lse_head_stride = P.total_q;
+    p.lse_row_stride = 1;
+}
+
+static kv_device_info g_dev;
+
+static void free_problem(Problem &P) {
+    void *ptrs[] = {P.dq, P.dk, P.dv, P.dout, P.dknew, P.dws, P.dlse, P.dcos, P.dsin, P.dslopes,
+                    P.dcu_q, P.dcu_new, P.dbt, P.dS, P.dL, P.dcbi, P.dok};
+    for (void *x : ptrs) if (x) cudaFree(x);
+}
+
+static void run_attn(Problem &P, int force_v0) {
+    size_t need = kv_attn_workspace_bytes(&P.p, &g_dev);
+    if (need > P.ws_bytes) {
+        if (P.dws) cudaFree(P.dws);
+        CK(cudaMalloc(&P.dws, need));
+        P.ws_bytes = need;
+    }
+    kv_attn_force_v0 = force_v0;
+    int st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
+    kv_attn_force_v0 = 0;
+    if (st != KVATTN_OK) { fprintf(stderr, "kv_attn_launch failed: %d\n", st); exit(3); }
+}
+
+/* float64 reference of SPEC.md "Attend" for one (row, head): writes D values and the lse. */
+static void reference(const Problem &P, std::vector<double> &ref, std::vector<double> &ref_lse) {
+    const int H = P.H, Hk = P.Hk, D = P.D, G = H / Hk;
+    ref.assign((size_t)P.total_q * H * D, 0.0);
+    ref_lse.assign((size_t)P.total_q * H, -INFINITY);
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int b = 0; b < P.B; b++) {
+        const int nq = P.nq[b], S = P.S[b], nn = P.nnew[b], L = P.L[b];
+        const int s_k = S + nn - L;
+        for (int i = 0; i < nq; i++) {
+            kv_range vr = kv_visible_keys(i, nq, s_k, P.causal, P.wl, P.wr);
+            const int qkey = i + s_k - nq, pos = S + nn - nq + i;
+            for (int h = 0; h < H; h++) {
+                const int kvh = h / G;
+                const uint16_t *qr = &P.q[((size_t)(P.cu_q[b] + i) * H + h) * D];
+                std::vector<double> qv(D);
+                for (int c = 0; c < D; c++) {
+                    double x = h2f(qr[c], P.dtype);
+                    if (P.rotary && c < P.rot_R) {
+                        int pr = kv_rope_pair(c, P.rot_R, P.rot_il);
+                        double y = h2f(qr[kv_rope_partner(c, P.rot_R, P.rot_il)], P.dtype);
+                        double cs = P.cosT[(size_t)pos * P.rot_R / 2 + pr], sn = P.sinT[(size_t)pos * P.rot_R / 2 + pr];
+                        x = x * cs - y * sn * kv_rope_sign(c, P.rot_R, P.rot_il);
+                    }
+                    qv[c] = x;
+                }
+                std::vector<double> sc;
+                std::vector<size_t> vo;
+                for (int j = vr.lo; j < vr.hi; j++) {
+                    const int p = L + j;
+                    size_t base;
+                    if (P.page > 0) base = ((size_t)P.bt[(size_t)b * P.max_pages + p / P.page] * P.page + p % P.page);
+                    else base = (size_t)(P.batch_idx ? P.cbi[b] : b) * P.C + p;
+                    base = (base * Hk + kvh) * D;
+                    double dot = 0;
+                    for (int c = 0; c < D; c++) dot += qv[c] * h2f(P.kc[base + c], P.dtype);
+                    double s = dot * scale;
+                    if (P.softcap > 0) s = P.softcap * tanh(s / P.softcap);
+                    if (P.alibi) s -= P.slopes[(size_t)b * H + h] * fabs((double)(qkey - j));
+                    sc.push_back(s);
+                    vo.push_back(base);
+                }
+                double mx = -INFINITY;
+                for (double s : sc) mx = std::max(mx, s);
+                double sum = 0;
+                for (double &s : sc) { s = exp(s - mx); sum += s; }
+                double *o = &ref[((size_t)(P.cu_q[b] + i) * H + h) * D];
+                for (size_t k = 0; k < sc.size(); k++)
+                    for (int c = 0; c < D; c++) o[c] += sc[k] / sum * h2f(P.vc[vo[k] + c], P.dtype);
+                ref_lse[(size_t)h * P.total_q + P.cu_q[b] + i] = sc.empty() ? -INFINITY : mx + log(sum);
+            }
+        }
+    }
+}
+
+/* Runs one variant on poisoned outputs and compares. Returns 1 if it passed. */
+static int check(Problem &P, int force_v0, const char *name, std::vector<uint16_t> *bits_out = NULL) {
+    const size_t out_elems = (size_t)P.total_q * P.H * P.D;
+    CK(cudaMemset(P.dout, 0xff, out_elems * 2 + 4096)); /* NaN poison + sentinels */
+    CK(cudaMemset(P.dlse, 0x7f, ((size_t)P.total_q * P.H + 512) * 4));
+    run_attn(P, force_v0);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> out(out_elems + 2048);
+    std::vector<float> lse((size_t)P.total_q * P.H + 512);
+    CK(cudaMemcpy(out.data(), P.dout, out.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(lse.data(), P.dlse, lse.size() * 4, cudaMemcpyDeviceToHost));
+    std::vector<double> ref, ref_lse;
+    reference(P, ref, ref_lse);
+    int fail = 0;
+    for (int i = 0; i < 512; i++) if (out[i] != 0xffff || out[512 + out_elems + i] != 0xffff) fail |= 1;
+    std::vector<char> badseq(P.B, 0);
+    for (int b : P.bad) badseq[b] = 1;
+    double num = 0, den = 0, maxabs = 0, lse_err = 0;
+    for (int b = 0; b < P.B; b++)
+        for (int i = P.cu_q[b]; i < P.cu_q[b + 1]; i++)
+            for (int h = 0; h < P.H; h++) {
+                for (int c = 0; c < P.D; c++) {
+                    const size_t e = ((size_t)i * P.H + h) * P.D + c;
+                    const uint16_t raw = out[512 + e];
+                    if (badseq[b]) { if (raw != 0xffff) fail |= 2; continue; }
+                    const double v = h2f(raw, P.dtype);
+                    if (!(v == v)) { fail |= 4; continue; }
+                    num += (v - ref[e]) * (v - ref[e]);
+                    den += ref[e] * ref[e];
+                    maxabs = std::max(maxabs, fabs(v - ref[e]));
+                }
+                if (P.lse && !badseq[b]) {
+                    const float l = lse[256 + (size_t)h * P.total_q + i];
+                    const double r = ref_lse[(size_t)h * P.total_q + i];
+                    if (std::isinf(r)) { if (!(std::isinf(l) && l < 0)) fail |= 8; }
+                    else lse_err = std::max(lse_err, fabs(l - r));
+                }
+            }
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    const double tol = P.dtype == KVATTN_BF16 ? 1e-2 : 2e-3;
+    if (!(rel < tol) || !(maxabs < 0.06) || !(lse_err < 2e-3 * 10)) fail |= 16;
+    printf("  %-8s %-44s rel %.2e  maxabs %.2e  lse %.1e  %s\n", force_v0 ? "v0" : "fast", name, rel, maxabs, lse_err,
+           fail ? "FAIL" : "ok");
+    if (fail) printf("    fail bits %d\n", fail);
+    if (bits_out) {
+        bits_out->assign(out.begin() + 512, out.begin() + 512 + out_elems);
+    }
+    return !fail;
+}
+
+static Problem make(int B, int H, int Hk, int D, int page, int dtype) {
+    Problem P;
+    P.B = B; P.H = H; P.Hk = Hk; P.D = D; P.page = page; P.dtype = dtype;
+    P.nq.resize(B); P.nnew.resize(B); P.S.resize(B); P.L.assign(B, 0);
+    return P;
+}
+
+static int validate(bool quick) {
+    int failures = 0, cases = 0;
+    auto both = [&](Problem &P, const char *name) {
+        build(P);
+        cases++;
+        if (!quick) failures += !check(P, 1, name);
+        failures += !check(P, 0, name);
+        free_problem(P);
+    };
+    { /* decode, GQA 4, page 16, ragged lengths incl. 0 cached */
+        Problem P = make(7, 8, 2, 128, 16, KVATTN_BF16);
+        int S[7] = {0, 1, 15, 16, 300, 1025, 97};
+        for (int b = 0; b < 7; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = S[b]; }
+        both(P, "decode bf16 D128 G4 page16");
+    }
+    { /* speculative + prefill mix, causal, page 1 */
+        Problem P = make(5, 8, 2, 128, 1, KVATTN_BF16);
+        int nq[5] = {1, 3, 7, 97, 170}, S[5] = {500, 60, 0, 0, 33};
+        for (int b = 0; b < 5; b++) { P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b]; }
+        P.causal = 1;
+        both(P, "mixed causal page1");
+    }
+    { /* fp16, D 64, MQA, window, softcap, lse, contiguous + batch idx */
+        Problem P = make(4, 8, 1, 64, 0, KVATTN_F16);
+        int nq[4] = {1, 20, 5, 64}, S[4] = {2000, 100, 0, 64};
+        for (int b = 0; b < 4; b++) { P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b]; }
+        P.wl = 70; P.wr = 3; P.softcap = 5.0f; P.batch_idx = 1;
+        both(P, "fp16 D64 MQA window softcap contig");
+    }
+    { /* D 80 (padded 96), ALiBi, rotary neox partial, leftpad */
+        Problem P = make(4, 6, 3, 80, 7, KVATTN_BF16);
+        int nq[4] = {1, 2, 33, 9}, S[4] = {130, 77, 5, 700};
+        for (int b = 0; b < 4; b++) { P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b]; P.L[b] = S[b] / 3; }
+        P.leftpad = 1; P.alibi = 1; P.rotary = 1; P.rot_il = 0; P.rot_R = 48; P.causal = 1;
+        both(P, "D80 alibi rotary-neox leftpad page7");
+    }
+    { /* D 256, rotary interleaved full, fp16 */
+        Problem P = make(3, 4, 2, 256, 16, KVATTN_F16);
+        int nq[3] = {1, 40, 3}, S[3] = {900, 0, 4000};
+        for (int b = 0; b < 3; b++) { P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b]; }
+        P.rotary = 1; P.rot_il = 1; P.rot_R = 256; P.causal = 1;
+        both(P, "D256 rotary-il fp16 causal");
+    }
+    { /* D 40, 96, 224 with splits forced */
+        int Ds[3] = {40, 96, 224};
+        for (int k = 0; k < 3; k++) {
+            Problem P = make(2, 4, 4, Ds[k], 16, KVATTN_BF16);
+            P.nq[0] = 1; P.nnew[0] = 0; P.S[0] = 3000;
+            P.nq[1] = 2; P.nnew[1] = 2; P.S[1] = 1500;
+            P.num_splits = 3;
+            char name[64];
+            snprintf(name, sizeof name, "D%d splits<=3", Ds[k]);
+            both(P, name);
+        }
+    }
+    { /* long decode with auto split, n_q = 0 sequence, bad sequence skipped */
+        Problem P = make(4, 32, 8, 128, 16, KVATTN_BF16);
+        int nq[4] = {1, 0, 1, 4}, S[4] = {9000, 10, 20000, 5000};
+        for (int b = 0; b < 4; b++) { P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b]; }
+        P.bad.push_back(3);
+        both(P, "auto split long, nq=0, bad seq skipped");
+    }
+    { /* batch invariance: sequence alone vs. inside a batch, bitwise */
+        Problem A = make(1, 32, 8, 128, 16, KVATTN_BF16);
+        A.nq[0] = 2; A.nnew[0] = 2; A.S[0] = 7000; A.invariant = 1; A.causal = 1;
+        build(A);
+        std::vector<uint16_t> alone, inb;
+        cases++;
+        failures += !check(A, 0, "invariant alone", &alone);
+        Problem Bt = make(9, 32, 8, 128, 16, KVATTN_BF16);
+        for (int b = 0; b < 9; b++) { Bt.nq[b] = 1 + b % 3; Bt.nnew[b] = Bt.nq[b]; Bt.S[b] = 100 + 1000 * b; }
+        Bt.nq[5] = 2; Bt.nnew[5] = 2; Bt.S[5] = 7000; Bt.invariant = 1; Bt.causal = 1;
+        build(Bt);
+        /* copy A's q and cache rows into Bt's sequence 5 */
+        const size_t qrow = (size_t)32 * 128;
+        for (int i = 0; i < 2; i++)
+            memcpy(&Bt.q[(Bt.cu_q[5] + i) * qrow], &A.q[i * qrow], qrow * 2);
+        for (int pos = 0; pos < 7002; pos++) {
+            size_t sa = ((size_t)A.bt[pos / 16] * 16 + pos % 16) * 8 * 128;
+            size_t sb = ((size_t)Bt.bt[(size_t)5 * Bt.max_pages + pos / 16] * 16 + pos % 16) * 8 * 128;
+            memcpy(&Bt.kc[sb], &A.kc[sa], 8 * 128 * 2);
+            memcpy(&Bt.vc[sb], &A.vc[sa], 8 * 128 * 2);
+        }
+        CK(cudaMemcpy(Bt.dq, Bt.q.data(), Bt.q.size() * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(Bt.dk, Bt.kc.data(), Bt.kc.size() * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(Bt.dv, Bt.vc.data(), Bt.vc.size() * 2, cudaMemcpyHostToDevice));
+        failures += !check(Bt, 0, "invariant in batch of 9", &inb);
+        int same = memcmp(alone.data(), &inb[(size_t)Bt.cu_q[5] * qrow], alone.size() * 2) == 0;
+        printf("  batch invariance (seq alone vs in batch): %s\n", same ? "bitwise equal" : "DIFFERENT");
+        failures += !same;
+        /* determinism: run again */
+        std::vector<uint16_t> again;
+        check(Bt, 0, "invariant in batch of 9 (again)", &again);
+        int det = again == inb;
+        printf("  determinism (two runs): %s\n", det ? "bitwise equal" : "DIFFERENT");
+        failures += !det;
+        free_problem(A);
+        free_problem(Bt);
+    }
+    printf("validate: %d cases, %d failures\n", cases, failures);
+    return failures;
+}
+
+/* ---- timing ----------------------------------------------------------------------------------------- */
+__global__ void read_kernel(const uint4 *x, size_t n, unsigned *sink) {
+    unsigned acc = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = x[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x12345678u) *sink = acc;
+}
+
+static float time_ms(Problem &P, int reps) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; i++) run_attn(P, 0);
+    std::vector<float> ts;
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(e0));
+        run_attn(P, 0);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
+static double read_ceiling() {
+    size_t bytes = (size_t)4 << 30;
+    uint4 *x;
+    unsigned *sink;
+    CK(cudaMalloc(&x, bytes));
+    CK(cudaMalloc(&sink, 4));
+    CK(cudaMemset(x, 1, bytes));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> ts;
+    for (int r = 0; r < 12; r++) {
+        CK(cudaEventRecord(e0));
+        read_kernel<<<g_dev.num_sms * 8, 512>>>(x, bytes / 16, sink);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (r >= 2) ts.push_back(ms);
+    }
+    std::sort(ts.begin(), ts.end());
+    cudaFree(x);
+    cudaFree(sink);
+    return bytes / (ts[ts.size() / 2] * 1e-3) / 1e12;
+}
+
+static void bench() {
+    const double ceil_tb = read_ceiling();
+    printf("read ceiling: %.2f TB/s\n", ceil_tb);
+    struct Dec { int B, L, page; } decs[] = {{64, 4096, 16}, {64, 4096, 0}, {64, 4096, 1}, {64, 4096, 256},
+                                              {8, 8192, 16},  {8, 8192, 0},  {1, 32768, 16}, {128, 2048, 16},
+                                              {256, 1024, 16}, {64, 16384, 16}};
+    for (auto &d : decs) {
+        Problem P = make(d.B, 32, 8, 128, d.page, KVATTN_BF16);
+        for (int b = 0; b < d.B; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = d.L - 1; }
+        build(P, false);
+        const double ms = time_ms(P, 20);
+        const double bytes = (double)d.B * d.L * 8 * 128 * 2 * 2;
+        const double tb = bytes / (ms * 1e-3) / 1e12;
+        printf("decode B=%-3d L=%-6d page=%-3d  %8.1f us  %.2f TB/s  %.0f%% of read ceiling\n", d.B, d.L, d.page,
+               ms * 1e3, tb, 100 * tb / ceil_tb);
+        free_problem(P);
+    }
+    { /* inflight: 60 decodes with S uniform in [512, 8192] + 4 prompts of 512, causal, page 16 */
+        Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
+        double bytes = 0;
+        for (int b = 0; b < 64; b++) {
+            if (b % 16 == 5) { P.nq[b] = 512; P.nnew[b] = 512; P.S[b] = 0; }
+            else { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = irand(512, 8192) - 1; }
+            bytes += (double)(P.S[b] + P.nnew[b]) * 8 * 128 * 4;
+        }
+        P.causal = 1;
+        build(P, false);
+        const double ms = time_ms(P, 20);
+        printf("inflight 60 decodes + 4x512 prompts: %8.1f us  (KV bytes %.0f MB: %.2f TB/s)\n", ms * 1e3,
+               bytes / 1e6, bytes / (ms * 1e-3) / 1e12);
+        free_problem(P);
+    }
+    int Ls[3] = {1024, 4096, 16384};
+    for (int k = 0; k < 3; k++) {
+        const int L = Ls[k], B = 16384 / L;
+        Problem P = make(B, 32, 8, 128, 16, KVATTN_BF16);
+        for (int b = 0; b < B; b++) { P.nq[b] = L; P.nnew[b] = L; P.S[b] = 0; }
+        P.causal = 1;
+        P.lse = 1;
+        build(P, false);
+        const double ms = time_ms(P, 10);
+        const double flops = 4.0 * B * 32 * (double)L * L * 128 / 2;
+        printf("prefill causal B=%-2d L=%-6d %8.1f us  %.0f TFLOP/s\n", B, L, ms * 1e3, flops / (ms * 1e-3) / 1e12);
+        free_problem(P);
+    }
+}
+
+int main(int argc, char **argv) {
+    int dev = 0;
+    CK(cudaSetDevice(dev));
+    g_dev.device = dev;
+    CK(cudaDeviceGetAttribute(&g_dev.num_sms, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const char *mode = argc > 1 ? argv[1] : "validate";
+    if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
+    if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
+    if (!strcmp(mode, "bench")) { bench(); return 0; }
+    fprintf(stderr, "usage: %s validate|quick|bench\n", argv[0]);
+    return 1;
+}

@@ -1,0 +1,714 @@
+/* attn_kernels.cuh — the scheduler, the tensor-core attention kernel and the split combine of attn.cu.
+ * B sequences, H query heads, Hk KV heads, G = H / Hk query heads per KV head, D head dim, DP = D padded to a
+ * multiple of 32 (padding channels are zero in smem). A "packed row" r of a (sequence, KV head) is query
+ * i = r / G of head kv_head * G + r % G: the G heads sharing a KV head are rows of one tile (GQA packing). */
+#ifndef KVATTN_ATTN_KERNELS_CUH
+#define KVATTN_ATTN_KERNELS_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+#include "cuda/cuda_internal.cuh"
+#include "cuda/attn_v0.cuh"
+
+#define KV_BN 64              /* keys per KV tile */
+#define KV_DECODE_ROWS 16     /* packed rows of a decode-shaped item: the 4 warps split the keys */
+#define KV_PREFILL_ROWS 64    /* packed rows of a prefill item: 16 per warp */
+#define KV_THREADS 128
+#define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
+#define KV_MIN_CHUNK_TILES 4   /* auto split: no piece shorter than this many KV tiles */
+#define KV_SCHED_THREADS 1024
+
+/* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
+ * a split piece whose normalized partial out/lse go to partial rows [part, part + nrows). */
+typedef struct kv_item {
+    int32_t b, kv_head, row0, nrows, klo, khi, part, pad;
+} kv_item;
+/* One combine task: the nsplit pieces of packed rows [row0, row0+nrows) of (b, kv_head), partial rows
+ * part_base + s * nrows + rr, merged in split order s = 0, 1, ... */
+typedef struct kv_combine {
+    int32_t b, kv_head, row0, nrows, part_base, nsplit, pad0, pad1;
+} kv_combine;
+
+typedef struct kv_attn_ws_header {
+    int32_t n_items, n_combine, item_counter, overflow;
+    int32_t part_rows_used, chunk_tiles, pad[2];
+} kv_attn_ws_header;
+
+/* Pointers into the attention workspace (see attn_ws_layout in attn.cu). */
+typedef struct kv_attn_args {
+    const int8_t *seq_ok;
+    kv_attn_ws_header *hdr;
+    int32_t *tile_prefix; /* [B + 1] */
+    kv_item *items;
+    kv_combine *combine;
+    float *part_o;   /* [max_part_rows, DP] */
+    float *part_lse; /* [max_part_rows] */
+    int64_t max_items, max_combine, max_part_rows;
+    int32_t target_pieces; /* auto split: aim for about this many pieces in the whole launch */
+    int32_t dp;
+} kv_attn_args;
+
+/* ---- small PTX wrappers ------------------------------------------------------------------------------- */
+static __device__ __forceinline__ uint32_t kv_smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+/* 16-byte async copy global -> shared; src_bytes = 0 zero-fills without reading. */
+static __device__ __forceinline__ void kv_cp_async16(uint32_t dst, const void *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+static __device__ __forceinline__ void kv_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+static __device__ __forceinline__ void kv_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+static __device__ __forceinline__ void kv_ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                                      uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void kv_ldmatrix_x4_trans(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2,
+                                                            uint32_t &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr));
+}
+/* D(16x8 fp32) += A(16x16) * B(16x8), A row-major, B column-major, fp16 or bf16 operands. */
+template <typename T> struct kv_mma;
+template <> struct kv_mma<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *(uint32_t *)&v;
+    }
+};
+template <> struct kv_mma<__half> {
+    static __device__ __forceinline__ void run(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __half2 v = __floats2half2_rn(lo, hi);
+        return *(uint32_t *)&v;
+    }
+};
+
+static __device__ __forceinline__ int64_t kv_ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Key range [lo, hi) (indices j relative to L) seen by packed rows [row0, row0 + nrows) of sequence s: the
+ * union of the rows' visible ranges (lo and hi never decrease with the query index). */
+static __device__ __forceinline__ kv_range kv_tile_keys(const kvattn_params &p, const kv_seq &s, int G, int row0,
+                                                        int nrows) {
+    const int32_t s_k = s.S + s.n_new - s.L;
+    const kv_range a = kv_visible_keys(row0 / G, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+    const kv_range z = kv_visible_keys((row0 + nrows - 1) / G, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+    kv_range r;
+    r.lo = a.lo;
+    r.hi = z.hi > a.lo ? z.hi : a.lo;
+    return r;
+}
+
+/* Packed rows of sequence s (0 if the sequence is skipped) and its tile height. */
+static __device__ __forceinline__ int32_t kv_seq_rows(const kvattn_params &p, const kv_seq &s, int G) {
+    const int64_t rows = (int64_t)s.n_q * G;
+    return (s.n_q <= 0 || rows > 0x3fffffff) ? 0 : (int32_t)rows;
+}
+static __device__ __forceinline__ int kv_tile_rows(int32_t rows) {
+    return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
+}
+
+/* ---- scheduler: one block turns the live lengths into the item list ------------------------------------
+ * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows), and an upper
+ *    bound of its KV work in tiles; a block scan gives tile_prefix[B + 1];
+ * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / target_pieces) KV tiles; batch-invariant = fixed
+ *    KV_INV_SPLIT_KEYS key blocks (depends on that sequence only); num_splits caps the pieces;
+ * 3. per (sequence, tile): its key range, its pieces, one item per (kv head, piece) and one combine task
+ *    per kv head when split. Long pieces are listed first (the attention kernel takes items in order). */
+__global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
+    __shared__ int32_t s_scan[KV_SCHED_THREADS];
+    __shared__ unsigned long long s_work;
+    __shared__ int32_t s_items, s_combine, s_part, s_overflow;
+    const int tid = threadIdx.x;
+    const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
+    if (tid == 0) { s_work = 0; s_items = 0; s_combine = 0; s_part = 0; s_overflow = 0; }
+    __syncthreads();
+
+    /* 1. tiles per sequence, scanned */
+    const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
+    const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
+    int32_t my_tiles = 0;
+    unsigned long long my_work = 0;
+    for (int b = b_begin; b < b_end; b++) {
+        if (!a.seq_ok[b]) continue;
+        const kv_seq s = kv_seq_get(&p, b);
+        const int32_t rows = kv_seq_rows(p, s, G);
+        if (rows == 0) continue;
+        const int32_t tiles = (rows + kv_tile_rows(rows) - 1) / kv_tile_rows(rows);
+        const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
+        my_tiles += tiles;
+        my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
+    }
+    s_scan[tid] = my_tiles;
+    atomicAdd(&s_work, my_work);
+    __syncthreads();
+    for (int off = 1; off < KV_SCHED_THREADS; off <<= 1) { /* inclusive Hillis-Steele scan */
+        const int32_t v = tid >= off ? s_scan[tid - off] : 0;
+        __syncthreads();
+        s_scan[tid] += v;
+        __syncthreads();
+    }
+    {
+        int32_t acc = s_scan[tid] - my_tiles;
+        for (int b = b_begin; b < b_end; b++) {
+            a.tile_prefix[b] = acc;
+            if (!a.seq_ok[b]) continue;
+            const kv_seq s = kv_seq_get(&p, b);
+            const int32_t rows = kv_seq_rows(p, s, G);
+            if (rows) acc += (rows + kv_tile_rows(rows) - 1) / kv_tile_rows(rows);
+        }
+        if (tid == KV_SCHED_THREADS - 1) a.tile_prefix[B] = s_scan[tid];
+    }
+    __threadfence_block();
+    __syncthreads();
+    const int32_t total_tiles = s_scan[KV_SCHED_THREADS - 1];
+
+    /* 2. the auto chunk (KV tiles per piece) */
+    int64_t chunk = KV_MIN_CHUNK_TILES;
+    {
+        const int64_t w = (int64_t)s_work;
+        const int64_t c = (w + a.target_pieces - 1) / a.target_pieces;
+        if (c > chunk) chunk = c;
+    }
+
+    /* 3. items, long pieces first (pass 0), then the rest (pass 1) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
+            int lo = 0, hi = B; /* last b with tile_prefix[b] <= t, among sequences that own tiles */
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (a.tile_prefix[mid] <= t) lo = mid; else hi = mid;
+            }
+            const int b = lo;
+            const kv_seq s = kv_seq_get(&p, b);
+            const int32_t rows = kv_seq_rows(p, s, G);
+            const int tm = kv_tile_rows(rows);
+            const int32_t row0 = (t - a.tile_prefix[b]) * tm;
+            if (rows == 0 || row0 >= rows) continue; /* cannot happen for a consistent prefix */
+            const int32_t nrows = min(tm, rows - row0);
+            const kv_range kr = kv_tile_keys(p, s, G, row0, nrows);
+            /* pieces: [klo + k * span, ...) in auto mode; fixed key blocks in batch-invariant mode */
+            const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+            int32_t npieces = 1, span = 0, inv_block = 0;
+            if (p.num_splits != 1 && kr.hi > kr.lo) {
+                if (p.batch_invariant) {
+                    if (rows <= KV_PREFILL_ROWS) {
+                        const int32_t s_k = s.S + s.n_new - s.L;
+                        int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
+                        if (p.num_splits > 1 && nb > p.num_splits)
+                            nb = (int32_t)kv_ceil_div64(nb, p.num_splits);
+                        else
+                            nb = 1;
+                        inv_block = nb * KV_INV_SPLIT_KEYS;
+                        npieces = (int32_t)((kr.hi - 1) / inv_block - kr.lo / inv_block + 1);
+                    }
+                } else if (ktiles > chunk) {
+                    int64_t n = kv_ceil_div64(ktiles, chunk);
+                    if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
+                    npieces = (int32_t)n;
+                    span = (int32_t)kv_ceil_div64(ktiles, n) * KV_BN;
+                    npieces = (int32_t)kv_ceil_div64(ktiles * KV_BN, span);
+                }
+            }
+            const bool heavy = (int64_t)(ktiles / npieces) * 2 >= chunk;
+            if ((pass == 0) != heavy) continue;
+            int32_t part_base = -1;
+            if (npieces > 1) {
+                part_base = atomicAdd(&s_part, npieces * nrows * Hk);
+                if ((int64_t)part_base + (int64_t)npieces * nrows * Hk > a.max_part_rows) {
+                    atomicOr(&s_overflow, 1); /* cannot happen when the bound is right: run unsplit */
+                    npieces = 1;
+                    part_base = -1;
+                }
+            }
+            const int32_t first = atomicAdd(&s_items, npieces * Hk);
+            if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) { atomicOr(&s_overflow, 2); continue; }
+            for (int kh = 0; kh < Hk; kh++) {
+                for (int32_t k = 0; k < npieces; k++) {
+                    kv_item it;
+                    it.b = b;
+                    it.kv_head = kh;
+                    it.row0 = row0;
+                    it.nrows = nrows;
+                    if (npieces == 1) {
+                        it.klo = kr.lo;
+                        it.khi = kr.hi;
+                    } else if (inv_block) {
+                        const int32_t blk = kr.lo / inv_block + k;
+                        it.klo = max(kr.lo, blk * inv_block);
+                        it.khi = min(kr.hi, (blk + 1) * inv_block);
+                    } else {
+                        const int32_t base = (kr.lo / KV_BN) * KV_BN;
+                        it.klo = max(kr.lo, base + k * span);
+                        it.khi = min(kr.hi, base + (k + 1) * span);
+                    }
+                    it.part = npieces > 1 ? part_base + (kh * npieces + k) * nrows : -1;
+                    it.pad = 0;
+                    a.items[first + kh * npieces + k] = it;
+                }
+                if (npieces > 1) {
+                    const int32_t c = atomicAdd(&s_combine, 1);
+                    if (c >= a.max_combine) { atomicOr(&s_overflow, 4); continue; }
+                    kv_combine cb;
+                    cb.b = b;
+                    cb.kv_head = kh;
+                    cb.row0 = row0;
+                    cb.nrows = nrows;
+                    cb.part_base = part_base + kh * npieces * nrows;
+                    cb.nsplit = npieces;
+                    cb.pad0 = cb.pad1 = 0;
+                    a.combine[c] = cb;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    if (tid == 0) {
+        a.hdr->n_items = (int32_t)min((int64_t)s_items, a.max_items);
+        a.hdr->n_combine = (int32_t)min((int64_t)s_combine, a.max_combine);
+        a.hdr->item_counter = 0;
+        a.hdr->overflow = s_overflow;
+        a.hdr->part_rows_used = s_part;
+        a.hdr->chunk_tiles = (int32_t)min(chunk, (int64_t)0x7fffffff);
+    }
+}
+
+/* ---- output of one packed row ------------------------------------------------------------------------- */
+/* Element offset of out (or q) for packed row r of (b, kv_head); also the lse offset. */
+static __device__ __forceinline__ int64_t kv_out_offset(const kvattn_params &p, int b, const kv_seq &s, int G,
+                                                        int kv_head, int32_t r, int64_t bs, int64_t rs, int64_t hs) {
+    const int32_t i = r / G;
+    const int h = kv_head * G + (r - i * G);
+    return kv_row_offset(p.cu_seqlens_q != NULL, b, s.q_row0, i, bs, rs) + (int64_t)h * hs;
+}
+static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int b, const kv_seq &s, int G,
+                                                    int kv_head, int32_t r, float lse) {
+    if (!p.softmax_lse) return;
+    const int32_t i = r / G;
+    const int h = kv_head * G + (r - i * G);
+    const int64_t off = p.cu_seqlens_q ? (int64_t)h * p.lse_head_stride + (int64_t)(s.q_row0 + i) * p.lse_row_stride
+                                       : (int64_t)b * p.lse_batch_stride + (int64_t)h * p.lse_head_stride +
+                                             (int64_t)i * p.lse_row_stride;
+    p.softmax_lse[off] = lse;
+}
+
+/* ---- the attention kernel ------------------------------------------------------------------------------
+ * Persistent: each block takes items in list order from a counter. Per item:
+ * 1. Q tile (packed rows, rotary applied at position S + n_new - n_q + i, rounded to T) -> smem;
+ * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async, each row's address
+ *    from kv_cache_offset (rows outside [klo, khi) or with offset -1 are zero-filled, never read);
+ * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
+ *    softmax, O += P V (P from the S registers, V by ldmatrix.trans);
+ *    prefill items: 4 warps x 16 rows, each warp all 64 keys of a tile;
+ *    decode items (<= 16 rows): every warp all 16 rows, warp w keys [16w, 16w + 16) of each tile, the 4
+ *    partial states merged in smem in warp order at the end;
+ * 4. out = O / l, lse = ln(sum) (0 and -inf for rows without keys), or the normalized partial of a piece. */
+template <int DP, int NS>
+struct kv_attn_smem {
+    static constexpr int ROW = DP + 8;  /* padded smem row (elements): ldmatrix rows hit distinct banks */
+    static constexpr int Q_ELEMS = KV_PREFILL_ROWS * ROW;
+    static constexpr int KV_ELEMS = KV_BN * ROW;
+    static constexpr int BYTES = (Q_ELEMS + 2 * NS * KV_ELEMS) * 2;
+};
+
+template <typename T, int DP, int NS>
+__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
+    typedef kv_attn_smem<DP, NS> SM;
+    constexpr int ROW = SM::ROW;
+    constexpr int DT = DP / 8;   /* n8 tiles of the output */
+    constexpr int DK = DP / 16;  /* k16 steps of Q K^T */
+    constexpr int CH = DP / 8;   /* 16-byte chunks per row */
+    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
+    T *sQ = (T *)kv_smem_raw;
+    T *sK = sQ + SM::Q_ELEMS;             /* NS stages of K, then NS of V */
+    T *sV = sK + NS * SM::KV_ELEMS;
+    __shared__ int s_item;
+    __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int gq = lane >> 2, tq = lane & 3; /* mma fragment row group and thread-in-quad */
+    const int G = p.num_heads / p.num_kv_heads;
+    const int D = p.head_dim;
+    const float scale = kv_softmax_scale(&p);
+    const float LOG2E = 1.4426950408889634f;
+    const bool plain = !(p.softcap > 0.0f) && !p.alibi_slopes;
+    const T *qg = (const T *)p.q;
+    const T *kg = (const T *)p.k_cache;
+    const T *vg = (const T *)p.v_cache;
+    T *og = (T *)p.out;
+
+    for (;;) {
+        if (tid == 0) s_item = atomicAdd(&a.hdr->item_counter, 1);
+        __syncthreads();
+        const int idx = s_item;
+        if (idx >= a.hdr->n_items) break;
+        const kv_item it = a.items[idx];
+        const int b = it.b, kvh = it.kv_head;
+        const kv_seq s = kv_seq_get(&p, b);
+        const int32_t s_k = s.S + s.n_new - s.L;
+        const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+        const bool decode = kv_seq_rows(p, s, G) <= KV_DECODE_ROWS;
+        const int tile_rows = decode ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
+
+        /* 1. Q tile */
+        {
+            const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
+            for (int e = tid; e < tile_rows * CH; e += KV_THREADS) {
+                const int rr = e / CH, c0 = (e - rr * CH) * 8;
+                T vals[8];
+                const int32_t r = it.row0 + rr;
+                if (rr < it.nrows && c0 < D) {
+                    const int64_t qo =
+                        kv_out_offset(p, b, s, G, kvh, r, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
+                    *(uint4 *)vals = *(const uint4 *)(qg + qo + c0);
+                    if (c0 < rope_R) {
+                        const int32_t pos = s.S + s.n_new - s.n_q + r / G;
+                        if (pos >= 0 && pos < p.rotary_max_pos) {
+                            const int il = p.rotary_interleaved;
+#pragma unroll
+                            for (int k = 0; k < 8; k++) {
+                                const int c = c0 + k;
+                                if (c < rope_R) {
+                                    const float x = kv_to_float(vals[k]);
+                                    const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
+                                    const int pr = kv_rope_pair(c, rope_R, il);
+                                    const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+                                    const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+                                    kv_from_float(&vals[k], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    *(uint4 *)vals = make_uint4(0, 0, 0, 0);
+                }
+                *(uint4 *)(sQ + rr * ROW + c0) = *(const uint4 *)vals;
+            }
+        }
+
+        /* 2. KV tile loader */
+        const int32_t kt_begin = it.klo / KV_BN;
+        const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
+        const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
+        auto load_tile = [&](int32_t kt, int stage) {
+            T *dk = sK + stage * SM::KV_ELEMS;
+            T *dv = sV + stage * SM::KV_ELEMS;
+            for (int e = tid; e < KV_BN * CH; e += KV_THREADS) {
+                const int rr = e / CH, c0 = (e - rr * CH) * 8;
+                const int32_t j = kt * KV_BN + rr;
+                int64_t ko = -1, vo = -1;
+                if (j >= it.klo && j < it.khi && c0 < D) {
+                    ko = kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
+                                         p.k_head_stride);
+                    vo = kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
+                                         p.v_head_stride);
+                }
+                kv_cp_async16(kv_smem_u32(dk + rr * ROW + c0), ko >= 0 ? (const void *)(kg + ko + c0) : (const void *)kg,
+                              ko >= 0 ? 16 : 0);
+                kv_cp_async16(kv_smem_u32(dv + rr * ROW + c0), vo >= 0 ? (const void *)(vg + vo + c0) : (const void *)vg,
+                              vo >= 0 ? 16 : 0);
+            }
+        };
+#pragma unroll
+        for (int st = 0; st < NS - 1; st++) {
+            if (st < n_kt) load_tile(kt_begin + st, st);
+            kv_cp_async_commit();
+        }
+        __syncthreads(); /* Q in smem */
+
+        /* per-thread rows: fragment rows gq and gq + 8 of this warp's 16 */
+        const int wrow0 = decode ? 0 : warp * 16;
+        int32_t vlo[2], vhi[2], qkey[2];
+        float slope[2];
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+            const int rr = wrow0 + gq + 8 * h2;
+            const int32_t r = it.row0 + rr;
+            vlo[h2] = 0;
+            vhi[h2] = 0;
+            qkey[h2] = 0;
+            slope[h2] = 0.0f;
+            if (rr < it.nrows) {
+                const int32_t i = r / G;
+                const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+                vlo[h2] = max(vr.lo, it.klo);
+                vhi[h2] = min(vr.hi, it.khi);
+                qkey[h2] = i + s_k - s.n_q;
+                if (p.alibi_slopes)
+                    slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
+            }
+        }
+        uint32_t qf[DP <= 128 ? DK : 1][4];
+        if (DP <= 128) {
+#pragma unroll
+            for (int kk = 0; kk < DK; kk++)
+                kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
+                               qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+        }
+
+        float o[DT][4];
+#pragma unroll
+        for (int d = 0; d < DT; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+        float m2[2] = {-CUDART_INF_F, -CUDART_INF_F}; /* running max, log2 units */
+        float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
+
+        /* 3. main loop */
+        const int NT = decode ? 2 : 8;         /* n8 key tiles per warp */
+        const int key0 = decode ? warp * 16 : 0;
+        for (int32_t t = 0; t < n_kt; t++) {
+            kv_cp_async_wait<NS - 2>();
+            __syncthreads();
+            {
+                const int32_t nt_ = t + NS - 1;
+                if (nt_ < n_kt) load_tile(kt_begin + nt_, nt_ % NS);
+                kv_cp_async_commit();
+            }
+            const T *tk = sK + (t % NS) * SM::KV_ELEMS;
+            const T *tv = sV + (t % NS) * SM::KV_ELEMS;
+            const int32_t jt = (kt_begin + t) * KV_BN + key0; /* key index of this warp's first column */
+
+            float sc[8][4];
+#pragma unroll
+            for (int n = 0; n < 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < DK; kk++) {
+                uint32_t af[4];
+                if (DP <= 128) {
+                    af[0] = qf[kk][0]; af[1] = qf[kk][1]; af[2] = qf[kk][2]; af[3] = qf[kk][3];
+                } else {
+                    kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
+                                   af[0], af[1], af[2], af[3]);
+                }
+#pragma unroll
+                for (int np = 0; np < 4; np++) {
+                    if (np * 2 < NT) {
+                        uint32_t b0, b1, b2, b3;
+                        const int key = key0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+                        kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
+                        kv_mma<T>::run(sc[2 * np], af, b0, b1);
+                        kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
+                    }
+                }
+            }
+            /* scores -> log2 units, masks */
+            const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + NT * 8 <= vhi[0] && jt >= vlo[1] &&
+                                                          jt + NT * 8 <= vhi[1]);
+#pragma unroll
+            for (int n = 0; n < 8; n++) {
+                if (n < NT) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int h2 = e >> 1;
+                        const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
+                        float x = sc[n][e];
+                        if (plain) {
+                            x *= scale * LOG2E;
+                        } else {
+                            x = kv_softcap(x * scale, p.softcap);
+                            if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
+                            x *= LOG2E;
+                        }
+                        if (!full && (j < vlo[h2] || j >= vhi[h2])) x = -CUDART_INF_F;
+                        sc[n][e] = x;
+                    }
+                }
+            }
+            /* online softmax */
+#pragma unroll
+            for (int h2 = 0; h2 < 2; h2++) {
+                float mx = m2[h2];
+#pragma unroll
+                for (int n = 0; n < 8; n++)
+                    if (n < NT) mx = fmaxf(mx, fmaxf(sc[n][2 * h2], sc[n][2 * h2 + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
+                const float corr = exp2f(m2[h2] - msafe); /* m2 = -inf: 0 */
+                m2[h2] = mx;
+                float sum = 0.0f;
+#pragma unroll
+                for (int n = 0; n < 8; n++) {
+                    if (n < NT) {
+                        sc[n][2 * h2] = exp2f(sc[n][2 * h2] - msafe);
+                        sc[n][2 * h2 + 1] = exp2f(sc[n][2 * h2 + 1] - msafe);
+                        sum += sc[n][2 * h2] + sc[n][2 * h2 + 1];
+                    }
+                }
+                l[h2] = l[h2] * corr + sum;
+#pragma unroll
+                for (int d = 0; d < DT; d++) {
+                    o[d][2 * h2] *= corr;
+                    o[d][2 * h2 + 1] *= corr;
+                }
+            }
+            /* O += P V */
+#pragma unroll
+            for (int kc = 0; kc < 4; kc++) {
+                if (kc * 2 < NT) {
+                    uint32_t pa[4];
+                    pa[0] = kv_mma<T>::pack(sc[2 * kc][0], sc[2 * kc][1]);
+                    pa[1] = kv_mma<T>::pack(sc[2 * kc][2], sc[2 * kc][3]);
+                    pa[2] = kv_mma<T>::pack(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
+                    pa[3] = kv_mma<T>::pack(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
+                    const int key = key0 + kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+                    for (int dn = 0; dn < DT / 2; dn++) {
+                        uint32_t b0, b1, b2, b3;
+                        kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
+                        kv_mma<T>::run(o[2 * dn], pa, b0, b1);
+                        kv_mma<T>::run(o[2 * dn + 1], pa, b2, b3);
+                    }
+                }
+            }
+        }
+        kv_cp_async_wait<0>();
+        __syncthreads(); /* all warps done with the stages: they may be reused below */
+
+        /* 4. epilogue */
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+            l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
+            l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
+        }
+        float *stage_f = (float *)(sK); /* decode merge: [4 warps][16 rows][DP] fp32 */
+        if (decode) {
+#pragma unroll
+            for (int h2 = 0; h2 < 2; h2++) {
+                if (tq == 0) {
+                    s_m[warp][gq + 8 * h2] = m2[h2];
+                    s_l[warp][gq + 8 * h2] = l[h2];
+                }
+#pragma unroll
+                for (int d = 0; d < DT; d++) {
+                    float *dst = stage_f + ((warp * 16 + gq + 8 * h2) * DP + d * 8 + tq * 2);
+                    dst[0] = o[d][2 * h2];
+                    dst[1] = o[d][2 * h2 + 1];
+                }
+            }
+            __syncthreads();
+            /* merged rows: thread handles (row, channel pair) */
+            for (int e = tid; e < KV_DECODE_ROWS * (DP / 2); e += KV_THREADS) {
+                const int rr = e / (DP / 2), c = (e - rr * (DP / 2)) * 2;
+                if (rr >= it.nrows) continue;
+                float mx = -CUDART_INF_F;
+#pragma unroll
+                for (int w = 0; w < 4; w++) mx = fmaxf(mx, s_m[w][rr]);
+                const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
+                float L = 0.0f, v0 = 0.0f, v1 = 0.0f;
+#pragma unroll
+                for (int w = 0; w < 4; w++) {
+                    const float f = exp2f(s_m[w][rr] - msafe);
+                    L += s_l[w][rr] * f;
+                    v0 += stage_f[(w * 16 + rr) * DP + c] * f;
+                    v1 += stage_f[(w * 16 + rr) * DP + c + 1] * f;
+                }
+                const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+                const float lse = L > 0.0f ? (mx + log2f(L)) * 0.69314718055994531f : -CUDART_INF_F;
+                const int32_t r = it.row0 + rr;
+                if (it.part >= 0) {
+                    float *po = a.part_o + (int64_t)(it.part + rr) * DP + c;
+                    po[0] = v0 * inv;
+                    po[1] = v1 * inv;
+                    if (c == 0) a.part_lse[it.part + rr] = lse;
+                } else {
+                    if (c < D) {
+                        const int64_t oo =
+                            kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+                        T pair[2];
+                        kv_from_float(&pair[0], v0 * inv);
+                        kv_from_float(&pair[1], v1 * inv);
+                        *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                    }
+                    if (c == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int h2 = 0; h2 < 2; h2++) {
+                const int rr = wrow0 + gq + 8 * h2;
+                if (rr >= it.nrows) continue;
+                const int32_t r = it.row0 + rr;
+                const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
+                const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
+                if (it.part >= 0) {
+                    float *po = a.part_o + (int64_t)(it.part + rr) * DP;
+#pragma unroll
+                    for (int d = 0; d < DT; d++)
+                        *(float2 *)(po + d * 8 + tq * 2) = make_float2(o[d][2 * h2] * inv, o[d][2 * h2 + 1] * inv);
+                    if (tq == 0) a.part_lse[it.part + rr] = lse;
+                } else {
+                    const int64_t oo =
+                        kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+#pragma unroll
+                    for (int d = 0; d < DT; d++) {
+                        const int c = d * 8 + tq * 2;
+                        if (c < D) {
+                            T pair[2];
+                            kv_from_float(&pair[0], o[d][2 * h2] * inv);
+                            kv_from_float(&pair[1], o[d][2 * h2 + 1] * inv);
+                            *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                        }
+                    }
+                    if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+                }
+            }
+        }
+        __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
+    }
+}
+
+/* ---- combine: merge the pieces of each split tile in split order ---------------------------------------
+ * For packed row rr of task c: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s. One warp
+ * per (task, row); lanes over channels. */
+template <typename T>
+__global__ void __launch_bounds__(KV_THREADS) kv_attn_combine_kernel(kvattn_params p, kv_attn_args a) {
+    const int lane = threadIdx.x & 31;
+    const int64_t w0 = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    const int n_combine = a.hdr->n_combine;
+    const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
+    T *og = (T *)p.out;
+    /* rows of every task are at most KV_PREFILL_ROWS: task = w / KV_PREFILL_ROWS */
+    for (int64_t w = w0; w < (int64_t)n_combine * KV_PREFILL_ROWS; w += nw) {
+        const kv_combine cb = a.combine[w / KV_PREFILL_ROWS];
+        const int rr = (int)(w % KV_PREFILL_ROWS);
+        if (rr >= cb.nrows) continue;
+        const kv_seq s = kv_seq_get(&p, cb.b);
+        float mx = -CUDART_INF_F;
+        for (int k = 0; k < cb.nsplit; k++) mx = fmaxf(mx, a.part_lse[cb.part_base + k * cb.nrows + rr]);
+        const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
+        float L = 0.0f;
+        for (int k = 0; k < cb.nsplit; k++) L += expf(a.part_lse[cb.part_base + k * cb.nrows + rr] - msafe);
+        const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
+        const int32_t r = cb.row0 + rr;
+        const int64_t oo = kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride,
+                                         p.out_head_stride);
+        for (int c = lane; c < D; c += 32) {
+            float v = 0.0f;
+            for (int k = 0; k < cb.nsplit; k++) {
+                const int64_t pr = cb.part_base + k * cb.nrows + rr;
+                const float f = L > 0.0f ? expf(a.part_lse[pr] - lse) : 0.0f;
+                v += f * a.part_o[pr * DP + c];
+            }
+            kv_from_float(&og[oo + c], v);
+        }
+        if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
+    }
+}
+
+#endif
