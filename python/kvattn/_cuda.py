@@ -9,6 +9,7 @@ from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, ERR_WORKSPACE, DeviceStatusRecord
 
 _MIB = 1 << 20
 _workspaces = {}  # CUDA device index -> torch.uint8 tensor (the cached workspace of that device)
+_captured = []    # workspaces a captured CUDA graph refers to: kept alive for as long as the process runs
 
 
 def _torch():
@@ -47,7 +48,8 @@ def _workspace(torch, index, nbytes):
             "kvattn_forward")
     size = max(_MIB, (nbytes + _MIB - 1) // _MIB * _MIB)
     # the old workspace may still be read by kernels queued on the current stream; the caching allocator
-    # only reuses its memory in stream order, so dropping it here is safe for single-stream use
+    # only reuses its memory in stream order, so dropping it here is safe for single-stream use. A workspace
+    # that a captured graph uses stays alive in _captured: replays keep using it, eager calls use the new one.
     ws = torch.empty(size, dtype=torch.uint8, device=f"cuda:{index}")
     _workspaces[index] = ws
     return ws
@@ -75,6 +77,8 @@ def launch(params_ref, device_index):
         nbytes = ctypes.c_size_t(0)
         check(lib.kvattn_workspace_size(params_ref, BACKEND_CUDA, ctypes.byref(nbytes)), "kvattn_workspace_size")
         ws = _workspace(torch, device_index, nbytes.value)
+        if torch.cuda.is_current_stream_capturing() and not any(w is ws for w in _captured):
+            _captured.append(ws)
         stream = torch.cuda.current_stream(device_index).cuda_stream
         check(lib.kvattn_forward(params_ref, BACKEND_CUDA, ctypes.c_void_p(ws.data_ptr()), ws.numel(),
                                  ctypes.c_void_p(stream)), "kvattn_forward")
@@ -104,19 +108,23 @@ class DeviceStatus:
                 f"first_failed={self.first_failed})")
 
 
-def _cached(index):
+def _cached(index, ws=None):
+    if ws is not None:
+        return ws
     ws = _workspaces.get(index)
     if ws is None:
         raise KvattnArgumentError(f"device: no kvattn CUDA call has run on cuda:{index} yet, so there is no status")
     return ws
 
 
-def device_status(device=None):
+def device_status(device=None, workspace=None):
     """Reads the status record of the last CUDA call on `device` (default: current device). This waits for
-    torch's current stream to reach that point (a stream synchronization). Returns a DeviceStatus."""
+    torch's current stream to reach that point (a stream synchronization). Returns a DeviceStatus.
+    workspace: read this workspace tensor instead of the device's cached one (e.g. the one a CUDA graph was
+    captured with, `kvattn.workspace()` taken right after the capture, if the cache grew since)."""
     torch = _torch()
     index = _device_index(device)
-    ws = _cached(index)
+    ws = _cached(index, workspace)
     rec = DeviceStatusRecord()
     with torch.cuda.device(index):
         stream = torch.cuda.current_stream(index).cuda_stream
@@ -125,22 +133,22 @@ def device_status(device=None):
     return DeviceStatus(rec.flags, rec.num_failed, rec.first_failed)
 
 
-def device_status_tensor(device=None):
+def device_status_tensor(device=None, workspace=None):
     """Non-blocking: returns an int32 CUDA tensor of 4 elements [flags, num_failed, first_failed, reserved]
     that is a VIEW of the status record inside the cached workspace (at kvattn_device_status_offset()).
     Every later CUDA call on the device overwrites it (stream-ordered), so copy it (e.g.
     ``.clone()`` or ``.to('cpu', non_blocking=True)`` into pinned memory) right after the call you want to
     check. A view taken before the workspace grew keeps pointing at the old one: take it after the call."""
     index = _device_index(device)
-    ws = _cached(index)
+    ws = _cached(index, workspace)
     off = int(lib.kvattn_device_status_offset())
     return ws[off:off + ctypes.sizeof(DeviceStatusRecord)].view(_torch().int32)
 
 
-def check_device_status(device=None):
+def check_device_status(device=None, workspace=None):
     """Reads the status (synchronizing) and raises KvattnError(KVATTN_ERR_BAD_DATA) if any sequence of the last
     CUDA call on `device` failed its data checks and was skipped. Returns the DeviceStatus otherwise."""
-    st = device_status(device)
+    st = device_status(device, workspace)
     if not st.ok:
         from ._lib import ERR_BAD_DATA
 

@@ -1,0 +1,161 @@
+# test_cuda.py — what only a GPU shows: a decode step captured in a torch.cuda.CUDAGraph and replayed with new
+# lengths and block tables (checked against the reference each replay), the device-side status of a call
+# with a failing sequence (the others computed, the failing one's cache untouched), the non-blocking status
+# view, and the workspace rule under capture. Skips cleanly without torch, CUDA or a CUDA-built libkvattn.
+import numpy as np
+import pytest
+
+import reference
+from conftest import cuda_or_skip
+from harness import TorchBackend, rounded
+
+
+@pytest.fixture
+def torch():
+    return cuda_or_skip()
+
+
+def test_decode_step_in_cuda_graph(kvattn, torch):
+    be = TorchBackend("cuda")
+    dtype, H, Hk, D, ps, B, W = "float16", 8, 2, 64, 16, 4, 8
+    rng = np.random.default_rng(7)
+    cache = kvattn.PagedKVCache(64, ps, Hk, D, torch.float16, device="cuda", max_pages_per_seq=W)
+    hist = {}
+
+    def prefill(s, n):
+        bt, sl = cache.step([s], [n])
+        q, k, v = (rounded(be, rng.standard_normal((n, h, D)), dtype) for h in (H, Hk, Hk))
+        cu = be.index([0, n])
+        kvattn.flash_attn_varlen_func_with_kvcache(be.array(q, dtype), cache.k_cache, cache.v_cache, cu, n,
+                                                   k=be.array(k, dtype), v=be.array(v, dtype), cu_seqlens_k=cu,
+                                                   cache_seqlens=sl, block_table=bt, causal=True)
+        hist[s] = (k, v)
+
+    live = []
+    for n in (5, 17, 33, 1):
+        s = cache.add_seq()
+        prefill(s, n)
+        live.append(s)
+
+    # static input/output buffers of the graph
+    q_buf = torch.zeros(B, 1, H, D, dtype=torch.float16, device="cuda")
+    k_buf = torch.zeros(B, 1, Hk, D, dtype=torch.float16, device="cuda")
+    v_buf = torch.zeros_like(k_buf)
+    bt_buf = torch.zeros(B, W, dtype=torch.int32, device="cuda")
+    sl_buf = torch.zeros(B, dtype=torch.int32, device="cuda")
+    out_buf = torch.zeros(B, 1, H, D, dtype=torch.float16, device="cuda")
+    lse_box = {}
+
+    def decode():
+        o, lse = kvattn.flash_attn_with_kvcache(q_buf, cache.k_cache, cache.v_cache, k_buf, v_buf,
+                                                cache_seqlens=sl_buf, block_table=bt_buf, causal=True,
+                                                return_softmax_lse=True, out=out_buf)
+        lse_box["lse"] = lse
+
+    def load_step():
+        cache.step(live, [1] * B, out=(bt_buf, sl_buf))
+        data = [rounded(be, rng.standard_normal((B, 1, h, D)), dtype) for h in (H, Hk, Hk)]
+        for buf, x in zip((q_buf, k_buf, v_buf), data):
+            buf.copy_(be.array(x, dtype))
+        return data
+
+    def verify(data, tag):
+        torch.cuda.synchronize()
+        q, k, v = data
+        got = be.to64(out_buf)
+        for b, s in enumerate(live):
+            K, V = hist[s]
+            o, l, ak, av = reference.sequence(q[b], np.concatenate([K, np.zeros((1, Hk, D))]),
+                                              np.concatenate([V, np.zeros((1, Hk, D))]), K.shape[0], 0, k[b], v[b],
+                                              causal=True, store=lambda x: rounded(be, x, dtype))
+            np.testing.assert_allclose(got[b], o, atol=4e-3, rtol=4e-3, err_msg=f"{tag}: sequence {s}")
+            hist[s] = (np.concatenate([K, ak]), np.concatenate([V, av]))
+
+    # eager warm-up step (sizes the workspace), then capture
+    data = load_step()
+    decode()
+    verify(data, "eager")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            decode()
+    torch.cuda.current_stream().wait_stream(s)
+    for step in range(6):
+        if step == 3:  # a sequence finishes; a new prompt is prefilled eagerly and takes its slot
+            cache.free(live[1])
+            del hist[live[1]]
+            live[1] = cache.add_seq()
+            prefill(live[1], 40)
+        data = load_step()
+        g.replay()
+        verify(data, f"replay {step}")
+    assert kvattn.device_status().ok
+
+
+def test_capture_never_allocates_workspace(kvattn, torch):
+    be = TorchBackend("cuda")
+    dev = torch.cuda.current_device()
+    kvattn._cuda._workspaces.pop(dev, None)  # start from no cached workspace
+    q = torch.randn(2, 1, 4, 64, dtype=torch.float16, device="cuda")
+    kc = torch.randn(2, 32, 2, 64, dtype=torch.float16, device="cuda")
+    vc = torch.randn_like(kc)
+    sl = be.index([3, 9])
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(kvattn.KvattnError) as info:
+        with torch.cuda.graph(g):
+            kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)
+    assert info.value.status_name == "KVATTN_ERR_WORKSPACE" and "reserve_workspace" in info.value.message
+    torch.cuda.synchronize()
+    ws = kvattn.reserve_workspace(1 << 20)
+    assert ws.numel() >= 1 << 20 and kvattn.workspace() is ws
+
+
+def test_device_status_reports_and_skips_bad_sequence(kvattn, torch):
+    be = TorchBackend("cuda")
+    dtype, H, Hk, D, C = "float16", 4, 2, 64, 16
+    rng = np.random.default_rng(3)
+    B = 3
+    q64 = rounded(be, rng.standard_normal((B, 1, H, D)), dtype)
+    k64 = rounded(be, rng.standard_normal((B, 1, Hk, D)), dtype)
+    v64 = rounded(be, rng.standard_normal((B, 1, Hk, D)), dtype)
+    kc64 = rounded(be, rng.standard_normal((B, C, Hk, D)), dtype)
+    vc64 = rounded(be, rng.standard_normal((B, C, Hk, D)), dtype)
+    kc, vc = be.array(kc64, dtype), be.array(vc64, dtype)
+    S = [4, C, 7]  # sequence 1 is full: appending one token exceeds its capacity
+    before = be.snapshot(kc[1]), be.snapshot(vc[1])
+    out = kvattn.flash_attn_with_kvcache(be.array(q64, dtype), kc, vc, be.array(k64, dtype), be.array(v64, dtype),
+                                         cache_seqlens=be.index(S), causal=True)
+    view = kvattn.device_status_tensor()  # non-blocking view: read it after a sync
+    st = kvattn.device_status()
+    assert not st.ok and st.num_failed == 1 and st.first_failed == 1 and "CAPACITY" in st.reasons, st
+    assert view.cpu().tolist()[:3] == [st.flags, 1, 1]
+    with pytest.raises(kvattn.KvattnError) as info:
+        kvattn.check_device_status()
+    assert info.value.status_name == "KVATTN_ERR_BAD_DATA" and "CAPACITY" in info.value.message
+    assert (be.snapshot(kc[1]), be.snapshot(vc[1])) == before
+    got = be.to64(out)
+    for b in (0, 2):
+        o, *_ = reference.sequence(q64[b], kc64[b], vc64[b], S[b], 0, k64[b], v64[b], causal=True)
+        np.testing.assert_allclose(got[b], o, atol=4e-3, rtol=4e-3)
+    # the next good call clears the status
+    kvattn.flash_attn_with_kvcache(be.array(q64, dtype), kc, vc, cache_seqlens=be.index([4, 5, 7]))
+    assert kvattn.device_status().ok
+
+
+def test_bad_page_index_on_device(kvattn, torch):
+    be = TorchBackend("cuda")
+    kc = torch.randn(4, 16, 2, 64, dtype=torch.float16, device="cuda")
+    vc = torch.randn_like(kc)
+    before = be.snapshot(kc), be.snapshot(vc)
+    q = torch.randn(2, 1, 4, 64, dtype=torch.float16, device="cuda")
+    k = torch.randn(2, 1, 2, 64, dtype=torch.float16, device="cuda")
+    bt = be.index([[0, 1], [99, 2]])  # sequence 1 touches page 99
+    kvattn.flash_attn_with_kvcache(q, kc, vc, k, k.clone(), cache_seqlens=be.index([20, 3]), block_table=bt)
+    st = kvattn.device_status()
+    assert st.first_failed == 1 and "PAGE_INDEX" in st.reasons, st
+    # sequence 0 appended at position 20 (page 1, row 4); nothing else changed
+    kc_b = kc.clone()
+    kc_b[1, 4] = torch.from_numpy(np.frombuffer(before[0], np.float16).reshape(kc.shape)[1, 4].copy()).cuda()
+    assert be.snapshot(kc_b) == before[0]

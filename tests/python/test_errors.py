@@ -1,0 +1,207 @@
+# test_errors.py — bad input: each case raises an exception whose message names the argument, and leaves the
+# caches and the given output byte-identical. Argument problems raise on every backend; data-dependent ones
+# (lengths, pages) raise KVATTN_ERR_BAD_DATA on the CPU (on CUDA they go to the device status: test_cuda.py).
+import numpy as np
+import pytest
+
+from conftest import cuda_or_skip, torch_or_skip
+from harness import Case, build
+
+
+def base_args(be, dtype="float16", layout="paged"):
+    case = Case(n_q=(2, 1), n_new=(2, 1), S=(5, 9), H=4, Hk=2, D=32, layout=layout, page_size=3, dtype=dtype,
+                causal=True, rotary=(16, True, "float32"))
+    d = build(case, be)
+    ix = be.index
+    args = dict(q=d["q"], k_cache=d["k_cache"], v_cache=d["v_cache"], cu_seqlens_q=ix(d["cu_q"]), max_seqlen_q=2,
+                k=d["k"], v=d["v"], cu_seqlens_k=ix(d["cu_k"]), cache_seqlens=ix(d["S"]),
+                rotary_cos=d["cos"], rotary_sin=d["sin"], causal=True, out=be.array(np.zeros((3, 4, 32)), dtype))
+    if layout == "paged":
+        args["block_table"] = ix(d["block_table"])
+    return args, d
+
+
+def astype(be, a, dtype):
+    if isinstance(a, np.ndarray):
+        return a.astype(dtype)
+    import torch
+
+    return a.to(getattr(torch, dtype))
+
+
+def noncontig_last(be, a):
+    """The same values with a last-dimension stride of 2."""
+    if isinstance(a, np.ndarray):
+        buf = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        buf[..., ::2] = a
+        return buf[..., ::2]
+    import torch
+
+    buf = torch.zeros(a.shape[:-1] + (2 * a.shape[-1],), dtype=a.dtype, device=a.device)
+    buf[..., ::2] = a
+    return buf[..., ::2]
+
+
+# (id, mutation(args, be, d), expected exception type, words the message must contain, status name)
+ARG_ERRORS = [
+    ("q-dtype-f64", lambda a, be, d: a.update(q=astype(be, a["q"], "float64")), TypeError, ["q:", "float64"], None),
+    ("kcache-dtype", lambda a, be, d: a.update(k_cache=astype(be, a["k_cache"], "float32")), TypeError,
+     ["k_cache:", "float32", "q"], None),
+    ("cu-int64", lambda a, be, d: a.update(cu_seqlens_q=astype(be, a["cu_seqlens_q"], "int64")), TypeError,
+     ["cu_seqlens_q:", "int32"], None),
+    ("block-table-int64", lambda a, be, d: a.update(block_table=astype(be, a["block_table"], "int64")), TypeError,
+     ["block_table:", "int32"], None),
+    ("seqlens-float", lambda a, be, d: a.update(cache_seqlens=astype(be, a["cache_seqlens"], "float32")),
+     TypeError, ["cache_seqlens:", "int32"], None),
+    ("q-2d", lambda a, be, d: a.update(q=a["q"][0]), ValueError, ["q:", "3 dimensions"], None),
+    ("vcache-shape", lambda a, be, d: a.update(v_cache=a["v_cache"][:-1]), ValueError, ["v_cache:", "shape"], None),
+    ("k-shape", lambda a, be, d: a.update(k=a["k"][:, :1], v=a["v"][:, :1]), ValueError, ["k:", "Hk=2"], None),
+    ("k-without-v", lambda a, be, d: a.update(v=None), ValueError, ["k/v", "together"], None),
+    ("block-table-rows", lambda a, be, d: a.update(block_table=a["block_table"][:1]), ValueError,
+     ["block_table:", "B=2"], None),
+    ("seqlens-len", lambda a, be, d: a.update(cache_seqlens=be.index([1, 2, 3])), ValueError,
+     ["cache_seqlens:", "[2]"], None),
+    ("out-shape", lambda a, be, d: a.update(out=a["out"][:2]), ValueError, ["out:", "shape"], None),
+    ("q-noncontig", lambda a, be, d: a.update(q=noncontig_last(be, a["q"])), ValueError,
+     ["q:", "last dimension", "contiguous"], None),
+    ("kcache-noncontig", lambda a, be, d: a.update(k_cache=noncontig_last(be, a["k_cache"])), ValueError,
+     ["k_cache:", "contiguous"], None),
+    ("rotary-cos-only", lambda a, be, d: a.update(rotary_sin=None), ValueError, ["rotary_cos/rotary_sin"], None),
+    ("alibi-shape", lambda a, be, d: a.update(alibi_slopes=be.array(np.ones(3), "float32")), ValueError,
+     ["alibi_slopes:", "[H=4]"], None),
+    ("alibi-dtype", lambda a, be, d: a.update(alibi_slopes=be.array(np.ones(4), "float16")), TypeError,
+     ["alibi_slopes:", "float32"], None),
+    ("not-an-array", lambda a, be, d: a.update(q=[[1.0]]), TypeError, ["q:", "list"], None),
+    # found by the C validation: its status and message are forwarded
+    ("c-heads", lambda a, be, d: a.update(q=a["q"][:, :3], out=a["out"][:, :3]), Exception,
+     ["num_heads", "3"], "KVATTN_ERR_INVALID_ARGUMENT"),
+    ("c-window", lambda a, be, d: a.update(window_size=(-5, 0)), Exception, ["window_left", "-5"],
+     "KVATTN_ERR_INVALID_ARGUMENT"),
+    ("c-softcap", lambda a, be, d: a.update(softcap=-1.0), Exception, ["softcap"], "KVATTN_ERR_INVALID_ARGUMENT"),
+]
+
+# data-dependent: the CPU finds them before writing anything
+DATA_ERRORS = [
+    ("capacity", lambda a, be, d: a.update(cache_seqlens=be.index([5, 100])), ["capacity"]),
+    ("page-index", lambda a, be, d: a.update(block_table=be.index(np.where(d["block_table"] >= 0,
+                                                                           d["block_table"] + 1000, -1))),
+     ["page"]),
+    ("negative-seqlen", lambda a, be, d: a.update(cache_seqlens=be.index([5, -1])), []),
+    ("cu-decreasing", lambda a, be, d: a.update(cu_seqlens_q=be.index([0, 3, 2])), ["cu_seqlens_q"]),
+    ("cu-past-rows", lambda a, be, d: a.update(cu_seqlens_q=be.index([0, 2, 7])), ["cu_seqlens_q"]),
+    ("leftpad", lambda a, be, d: a.update(cache_leftpad=be.index([6, 0])), ["leftpad"]),
+    ("rotary-range", lambda a, be, d: a.update(rotary_cos=a["rotary_cos"][:6], rotary_sin=a["rotary_sin"][:6]),
+     ["rotary"]),
+]
+
+
+def snapshot(be, args):
+    return {k: be.snapshot(args[k]) for k in ("k_cache", "v_cache", "out")}
+
+
+def run_and_expect(kvattn, be, args, exc_type, words, status):
+    before = snapshot(be, args)
+    with pytest.raises(exc_type) as info:
+        kvattn.flash_attn_varlen_func_with_kvcache(**args)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, f"message {msg!r} lacks {w!r}"
+    if status is not None:
+        assert isinstance(info.value, kvattn.KvattnError)
+        assert info.value.status_name == status, msg
+    assert isinstance(info.value, kvattn.KvattnError), f"{type(info.value)} is not a KvattnError"
+    after = snapshot(be, args)
+    for k in before:
+        assert before[k] == after[k], f"{k} changed by a failing call"
+    return info.value
+
+
+@pytest.mark.parametrize("name,mutate,exc,words,status", ARG_ERRORS, ids=[e[0] for e in ARG_ERRORS])
+def test_argument_errors(kvattn, backend, name, mutate, exc, words, status):
+    args, d = base_args(backend)
+    mutate(args, backend, d)
+    run_and_expect(kvattn, backend, args, exc, words, status)
+
+
+@pytest.mark.parametrize("name,mutate,words", DATA_ERRORS, ids=[e[0] for e in DATA_ERRORS])
+def test_bad_data_cpu(kvattn, backend, name, mutate, words):
+    if backend.name == "torch-cuda":
+        pytest.skip("on CUDA, data-dependent failures go to the device status (test_cuda.py)")
+    args, d = base_args(backend)
+    if name == "leftpad":  # leftpad needs the contiguous layout to be meaningful on its own
+        args, d = base_args(backend, layout="contig")
+    mutate(args, backend, d)
+    e = run_and_expect(kvattn, backend, args, kvattn.KvattnError, words, "KVATTN_ERR_BAD_DATA")
+    assert e.status == 4 and e.message
+
+
+def test_read_only_numpy_cache(kvattn):
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    args["k_cache"].flags.writeable = False
+    run_and_expect(kvattn, be, args, ValueError, ["k_cache:", "read-only"], None)
+
+
+def test_mixed_numpy_and_torch(kvattn):
+    torch_or_skip()
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    import torch
+
+    args["cache_seqlens"] = torch.from_numpy(np.asarray(d["S"], np.int32))
+    run_and_expect(kvattn, be, args, TypeError, ["cache_seqlens:", "torch.Tensor", "numpy.ndarray"], None)
+
+
+def test_mixed_devices(kvattn):
+    torch = cuda_or_skip()
+    import harness
+
+    be = harness.TorchBackend("cuda")
+    for arg in ("cache_seqlens", "k_cache", "block_table", "out"):
+        args, d = base_args(be)
+        args[arg] = args[arg].cpu()
+        run_and_expect(kvattn, be, args, ValueError, [f"{arg}:", "cpu", "cuda:0", "one device"], None)
+    if torch.cuda.device_count() > 1:
+        args, d = base_args(be)
+        args["q"] = args["q"].to("cuda:1")
+        run_and_expect(kvattn, be, args, ValueError, ["cuda:1", "cuda:0"], None)
+
+
+def test_cuda_rejects_float32(kvattn):
+    cuda_or_skip()
+    import harness
+
+    be = harness.TorchBackend("cuda")
+    args, d = base_args(be, dtype="float32")
+    e = run_and_expect(kvattn, be, args, kvattn.KvattnError, ["f32"], "KVATTN_ERR_UNSUPPORTED")
+    assert e.status == 2
+
+
+def test_cuda_unavailable_says_so(kvattn):
+    """A library built without nvcc answers a CUDA tensor with KVATTN_ERR_NOT_AVAILABLE, not a crash."""
+    torch = torch_or_skip()
+    if kvattn.cuda_available() or not torch.cuda.is_available():
+        pytest.skip("needs CUDA tensors with a CPU-only libkvattn")
+    import harness
+
+    be = harness.TorchBackend("cuda")
+    args, d = base_args(be)
+    run_and_expect(kvattn, be, args, kvattn.KvattnError, [], "KVATTN_ERR_NOT_AVAILABLE")
+
+
+def test_error_attributes(kvattn):
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    args["cache_seqlens"] = be.index([5, 100])
+    with pytest.raises(kvattn.KvattnError) as info:
+        kvattn.flash_attn_varlen_func_with_kvcache(**args)
+    e = info.value
+    assert e.status == 4 and e.status_name == "KVATTN_ERR_BAD_DATA"
+    assert e.message and e.message in str(e) and e.function == "kvattn_forward"
+    assert kvattn.last_error() == e.message

@@ -1,0 +1,125 @@
+# test_paged.py — PagedKVCache: page bookkeeping (all-or-nothing steps, fork, free, fixed-width tables) and an
+# inflight-batching generation loop (decode + new prompts + speculative steps, finished sequences replaced)
+# whose every step is checked against the float64 reference, on every array backend.
+import numpy as np
+import pytest
+
+import reference
+from harness import rounded
+
+
+def make_cache(kvattn, be, num_pages, page_size, Hk, D, dtype="float16", **kw):
+    if be.name == "numpy":
+        return kvattn.PagedKVCache(num_pages, page_size, Hk, D, be.np_dtype(dtype), **kw)
+    return kvattn.PagedKVCache(num_pages, page_size, Hk, D, getattr(be.torch, dtype), device=be.device, **kw)
+
+
+def test_bookkeeping(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=6, page_size=4, Hk=2, D=8)
+    assert tuple(c.k_cache.shape) == (6, 4, 2, 8) and c.free_pages == 6
+    a, b = c.add_seq(), c.add_seq()
+    bt, sl = c.step([a, b], [5, 3])
+    bt, sl = backend.to64(bt).astype(int), backend.to64(sl).astype(int)
+    assert list(sl) == [0, 0] and bt.shape == (2, 2)
+    assert (bt[0] >= 0).all() and bt[1, 0] >= 0 and bt[1, 1] == -1
+    assert len({*bt[0], bt[1, 0]}) == 3 and c.used_pages == 3 and c.seq_len(a) == 5
+    # a step the pool cannot hold changes nothing
+    with pytest.raises(kvattn.KvattnError) as info:
+        c.step([a, b], [1, 20])
+    assert info.value.status_name == "KVATTN_ERR_OUT_OF_PAGES" and "pages" in info.value.message
+    assert c.seq_len(a) == 5 and c.seq_len(b) == 3 and c.free_pages == 3
+    # fork shares whole pages; free returns only the unshared ones
+    f = c.fork(a, 4)
+    assert c.seq_len(f) == 4 and c.free_pages == 3
+    bt2, sl2 = c.tables([a, f])
+    bt2 = backend.to64(bt2).astype(int)
+    assert bt2[0, 0] == bt2[1, 0] and list(backend.to64(sl2).astype(int)) == [5, 4]
+    c.free(a)
+    assert c.free_pages == 4  # a's second page; the shared first page stays with f
+    c.free(f)
+    c.free(b)
+    assert c.free_pages == 6
+    with pytest.raises(kvattn.KvattnError):
+        c.free(b)
+    with pytest.raises(ValueError):
+        c.step([c.add_seq()] * 2, [1, 1])
+
+
+def test_fixed_width_and_out_buffers(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=10, page_size=2, Hk=1, D=4, max_pages_per_seq=5)
+    s = c.add_seq()
+    bt, sl = c.step([s], [3])
+    assert tuple(bt.shape) == (1, 5)
+    bt_buf, sl_buf = backend.index(np.zeros((1, 7))), backend.index(np.zeros(1))
+    res = c.tables([s], pending=[1], out=(bt_buf, sl_buf))
+    assert res[0] is bt_buf and tuple(bt_buf.shape) == (1, 7)
+    row = backend.to64(bt_buf).astype(int)[0]
+    assert (row[:2] >= 0).all() and (row[2:] == -1).all() and int(backend.to64(sl_buf)[0]) == 2
+
+
+@pytest.mark.parametrize("page_size", [1, 3, 16])
+def test_generation_loop(kvattn, backend, page_size):
+    """Inflight batching: each step has decoding sequences, a new prompt or a few speculative tokens; a
+    finished sequence frees its pages and a new prompt takes its slot. Every step is checked."""
+    dtype = "float16"
+    H, Hk, D = 4, 2, 32
+    rng = np.random.default_rng(page_size)
+    c = make_cache(kvattn, backend, num_pages=200 // page_size + 40, page_size=page_size, Hk=Hk, D=D, dtype=dtype)
+    hist = {}  # seq id -> (keys [n, Hk, D], values) float64 as stored
+    budget = {}
+
+    def new_seq():
+        s = c.add_seq()
+        hist[s] = (np.zeros((0, Hk, D)), np.zeros((0, Hk, D)))
+        budget[s] = int(rng.integers(2, 6))
+        return s
+
+    live = [new_seq() for _ in range(3)]
+    first = {s: True for s in live}
+    for step in range(8):
+        n_new = []
+        for s in live:
+            if first.pop(s, False):
+                n_new.append(int(rng.integers(1, 40)))  # prompt
+            else:
+                n_new.append(int(rng.choice([1, 1, 3])))  # decode or speculative verify
+        bt, sl = c.step(live, n_new)
+        cu = np.concatenate([[0], np.cumsum(n_new)]).astype(np.int32)
+        T = int(cu[-1])
+        q64 = rounded(backend, rng.standard_normal((T, H, D)), dtype)
+        k64 = rounded(backend, rng.standard_normal((T, Hk, D)), dtype)
+        v64 = rounded(backend, rng.standard_normal((T, Hk, D)), dtype)
+        out, lse = kvattn.flash_attn_varlen_func_with_kvcache(
+            backend.array(q64, dtype), c.k_cache, c.v_cache, backend.index(cu), max(n_new),
+            k=backend.array(k64, dtype), v=backend.array(v64, dtype), cu_seqlens_k=backend.index(cu),
+            cache_seqlens=sl, block_table=bt, causal=True, return_softmax_lse=True)
+        got, got_lse = backend.to64(out), backend.to64(lse)
+        for b, s in enumerate(live):
+            K, V = hist[s]
+            lo, hi = cu[b], cu[b + 1]
+            o, l, ak, av = reference.sequence(q64[lo:hi], np.concatenate([K, np.zeros((n_new[b], Hk, D))]),
+                                              np.concatenate([V, np.zeros((n_new[b], Hk, D))]), K.shape[0], 0,
+                                              k64[lo:hi], v64[lo:hi], causal=True)
+            np.testing.assert_allclose(got[lo:hi], o, atol=2e-3, rtol=2e-3, err_msg=f"step {step} seq {s}")
+            np.testing.assert_allclose(got_lse[:, lo:hi], l, atol=3e-3, rtol=3e-3)
+            hist[s] = (np.concatenate([K, ak]), np.concatenate([V, av]))
+        # the whole cache of every live sequence, read back through its pages
+        bt_np = backend.to64(bt).astype(int)
+        kc, vc = backend.to64(c.k_cache), backend.to64(c.v_cache)
+        for b, s in enumerate(live):
+            K, V = hist[s]
+            pos = np.arange(K.shape[0])
+            pages = bt_np[b, pos // page_size]
+            assert np.array_equal(kc[pages, pos % page_size], K) and np.array_equal(vc[pages, pos % page_size], V)
+        # finished sequences free their pages; new prompts take their slots
+        for i, s in enumerate(list(live)):
+            budget[s] -= 1
+            if budget[s] == 0:
+                c.free(s)
+                del hist[s]
+                ns = new_seq()
+                live[i] = ns
+                first[ns] = True
+    for s in live:
+        c.free(s)
+    assert c.free_pages == c.num_pages
