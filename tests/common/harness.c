@@ -1,6 +1,8 @@
 /* harness.c — backend memory with guards (host or CUDA), poison, random fills, and the comparison of one
  * kvattn_forward call against the float64 reference. See harness.h. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "harness.h"
 
 #include <math.h>
@@ -497,10 +499,12 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
         return 0;
     }
     st = kvattn_forward(&P->pd, backend, ws ? P->workspace.ptr : NULL, ws, NULL);
+    P->last_status = st;
+    snprintf(P->last_error, sizeof P->last_error, "%s", kvattn_last_error());
     if (st == KVATTN_ERR_UNSUPPORTED && e.status != KVATTN_ERR_UNSUPPORTED) return 1;
     if (st != e.status) {
         kvt_failf("forward: status %s, want %s (%s)", kvattn_status_string(st), kvattn_status_string(e.status),
-                  kvattn_last_error());
+                  P->last_error);
         if (st != KVATTN_OK && e.status == KVATTN_OK) return 0; /* nothing to compare */
     }
     kvattn_device_status ds = {0, 0, -1, 0};

@@ -70,6 +70,8 @@ typedef struct kvt_problem {
     kvt_buf workspace;
     int ws_override;  /* 1: pass ws_bytes as the workspace size instead of the queried one (bad-input test) */
     size_t ws_bytes;
+    int last_status;       /* what kvattn_forward returned in the last kvt_problem_run */
+    char last_error[512];  /* kvattn_last_error() right after that call */
 } kvt_problem;
 
 /* Allocates a tensor of `bytes` (host zeroed, at least 16 bytes) and marks it used. */

@@ -1,0 +1,378 @@
+/* test_bad_input.c — every bad input SPEC.md names: argument checks (status, a message naming the argument,
+ * nothing changed) and data-dependent checks (CPU: KVATTN_ERR_BAD_DATA with nothing changed; CUDA: KVATTN_OK,
+ * the device status flag, the failing sequence untouched and the others computed), plus the valid edges next
+ * to each check. B sequences, H query heads, Hk key/value heads, D head dim. */
+#include "harness.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B0 = 3, H0 = 4, HK0 = 2, D0 = 64, PS0 = 16, MAXP0 = 4, POOL0 = 16, CAP0 = 64, BC0 = 5, MAXPOS0 = 64 };
+static const int NQ0[B0] = {1, 3, 2}, NNEW0[B0] = {1, 1, 2}, S0[B0] = {20, 5, 40}, L0[B0] = {0, 2, 3};
+
+/* A valid call: varlen, k_new, rotary, leftpad, ALiBi; paged (page 16, shuffled pool) or contiguous with
+ * cache_batch_idx. Host data only (uploaded by the caller after the mutation). */
+static void build_base(kvt_problem *P, int backend, int paged, int dt) {
+    memset(P, 0, sizeof *P);
+    P->backend = backend;
+    kvattn_params *p = &P->ph;
+    *p = kvattn_params_default();
+    const int es = kvref_dtype_size(dt);
+    p->dtype = dt;
+    p->batch = B0;
+    p->num_heads = H0;
+    p->num_kv_heads = HK0;
+    p->head_dim = D0;
+    int cu_q[B0 + 1] = {0}, cu_n[B0 + 1] = {0};
+    for (int b = 0; b < B0; b++) {
+        cu_q[b + 1] = cu_q[b] + NQ0[b];
+        cu_n[b + 1] = cu_n[b] + NNEW0[b];
+    }
+    p->total_q = cu_q[B0];
+    p->total_knew = cu_n[B0];
+    kvt_arr_alloc(P, &P->cu_q, "cu_seqlens_q", sizeof cu_q);
+    memcpy(P->cu_q.host, cu_q, sizeof cu_q);
+    kvt_arr_alloc(P, &P->cu_knew, "cu_seqlens_knew", sizeof cu_n);
+    memcpy(P->cu_knew.host, cu_n, sizeof cu_n);
+    p->q_head_stride = D0;
+    p->q_row_stride = H0 * D0;
+    p->out_head_stride = D0;
+    p->out_row_stride = H0 * D0;
+    kvt_arr_alloc(P, &P->q, "q", (size_t)p->total_q * H0 * D0 * es);
+    kvt_fill(dt, P->q.host, (int64_t)p->total_q * H0 * D0, -4, 4);
+    kvt_arr_alloc(P, &P->out, "out", (size_t)p->total_q * H0 * D0 * es);
+    p->lse_head_stride = p->total_q;
+    p->lse_row_stride = 1;
+    kvt_arr_alloc(P, &P->lse, "softmax_lse", (size_t)p->total_q * H0 * 4);
+    p->knew_head_stride = p->vnew_head_stride = D0;
+    p->knew_row_stride = p->vnew_row_stride = HK0 * D0;
+    kvt_arr_alloc(P, &P->k_new, "k_new", (size_t)p->total_knew * HK0 * D0 * es);
+    kvt_arr_alloc(P, &P->v_new, "v_new", (size_t)p->total_knew * HK0 * D0 * es);
+    kvt_fill(dt, P->k_new.host, (int64_t)p->total_knew * HK0 * D0, -1, 1);
+    kvt_fill(dt, P->v_new.host, (int64_t)p->total_knew * HK0 * D0, -1, 1);
+    int64_t cache_elems;
+    p->k_head_stride = p->v_head_stride = D0;
+    p->k_row_stride = p->v_row_stride = HK0 * D0;
+    if (paged) {
+        p->k_batch_stride = p->v_batch_stride = (int64_t)PS0 * HK0 * D0;
+        p->page_size = PS0;
+        p->num_pages = POOL0;
+        p->max_pages_per_seq = MAXP0;
+        p->block_table_batch_stride = MAXP0;
+        int32_t pool[POOL0];
+        for (int i = 0; i < POOL0; i++) pool[i] = i;
+        kvt_shuffle(pool, POOL0);
+        kvt_arr_alloc(P, &P->block_table, "block_table", sizeof(int32_t) * B0 * MAXP0);
+        memcpy(P->block_table.host, pool, sizeof(int32_t) * B0 * MAXP0); /* every slot a distinct valid page */
+        cache_elems = (int64_t)POOL0 * p->k_batch_stride;
+    } else {
+        p->k_batch_stride = p->v_batch_stride = (int64_t)CAP0 * HK0 * D0;
+        p->cache_batch = BC0;
+        p->cache_capacity = CAP0;
+        int32_t idx[B0] = {4, 0, 2};
+        kvt_arr_alloc(P, &P->batch_idx, "cache_batch_idx", sizeof idx);
+        memcpy(P->batch_idx.host, idx, sizeof idx);
+        cache_elems = (int64_t)BC0 * p->k_batch_stride;
+    }
+    kvt_arr_alloc(P, &P->k_cache, "k_cache", (size_t)cache_elems * es);
+    kvt_arr_alloc(P, &P->v_cache, "v_cache", (size_t)cache_elems * es);
+    kvt_fill(dt, P->k_cache.host, cache_elems, -1, 1);
+    kvt_fill(dt, P->v_cache.host, cache_elems, -1, 1);
+    kvt_arr_alloc(P, &P->seqlens, "cache_seqlens", sizeof S0);
+    memcpy(P->seqlens.host, S0, sizeof S0);
+    kvt_arr_alloc(P, &P->leftpad, "cache_leftpad", sizeof L0);
+    memcpy(P->leftpad.host, L0, sizeof L0);
+    p->rotary_dim = D0;
+    p->rotary_max_pos = MAXPOS0;
+    p->rotary_dtype = KVATTN_F32;
+    p->rotary_interleaved = 0;
+    /* the tables have room for 2 * MAXPOS0 positions, so rotary_max_pos can be raised */
+    kvt_arr_alloc(P, &P->rot_cos, "rotary_cos", (size_t)2 * MAXPOS0 * (D0 / 2) * 4);
+    kvt_arr_alloc(P, &P->rot_sin, "rotary_sin", (size_t)2 * MAXPOS0 * (D0 / 2) * 4);
+    kvt_fill(KVATTN_F32, P->rot_cos.host, (int64_t)2 * MAXPOS0 * (D0 / 2), -1, 1);
+    kvt_fill(KVATTN_F32, P->rot_sin.host, (int64_t)2 * MAXPOS0 * (D0 / 2), -1, 1);
+    kvt_arr_alloc(P, &P->alibi, "alibi_slopes", H0 * 4);
+    for (int h = 0; h < H0; h++) ((float *)P->alibi.host)[h] = 0.05f * (h + 1);
+    p->causal = 1;
+}
+
+/* ---- argument checks: each mutates the backend params after upload ---------------------------------------- */
+typedef struct arg_case {
+    const char *name;
+    int status;
+    const char *needle;  /* kvattn_last_error() must contain this (the argument's name) */
+    const char *needle2; /* or this (NULL: no alternative) */
+    int paged;           /* 1: only on the paged base, 0: only contiguous, -1: both */
+} arg_case;
+
+static const arg_case ARG_CASES[] = {
+    {"q NULL", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"out NULL", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"k_cache NULL", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"v_cache NULL", KVATTN_ERR_INVALID_ARGUMENT, "v_cache", NULL, -1},
+    {"cache_seqlens NULL", KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens", NULL, -1},
+    {"v_new NULL with k_new", KVATTN_ERR_INVALID_ARGUMENT, "v_new", "k_new", -1},
+    {"k_new NULL with v_new", KVATTN_ERR_INVALID_ARGUMENT, "k_new", "v_new", -1},
+    {"rotary_sin NULL with rotary_cos", KVATTN_ERR_INVALID_ARGUMENT, "rotary_sin", "rotary_cos", -1},
+    {"batch -1", KVATTN_ERR_INVALID_ARGUMENT, "batch", NULL, -1},
+    {"num_heads 0", KVATTN_ERR_INVALID_ARGUMENT, "num_heads", NULL, -1},
+    {"num_kv_heads 0", KVATTN_ERR_INVALID_ARGUMENT, "num_kv_heads", NULL, -1},
+    {"H % Hk != 0", KVATTN_ERR_INVALID_ARGUMENT, "num_heads", "num_kv_heads", -1},
+    {"head_dim 0", KVATTN_ERR_INVALID_ARGUMENT, "head_dim", NULL, -1},
+    {"head_dim -5", KVATTN_ERR_INVALID_ARGUMENT, "head_dim", NULL, -1},
+    {"dtype 7", KVATTN_ERR_INVALID_ARGUMENT, "dtype", NULL, -1},
+    {"total_q -1", KVATTN_ERR_INVALID_ARGUMENT, "total_q", NULL, -1},
+    {"total_knew -1", KVATTN_ERR_INVALID_ARGUMENT, "total_knew", NULL, -1},
+    {"seqlen_q -1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_q", NULL, -1},
+    {"page_size 0", KVATTN_ERR_INVALID_ARGUMENT, "page_size", NULL, 1},
+    {"page_size -16", KVATTN_ERR_INVALID_ARGUMENT, "page_size", NULL, 1},
+    {"num_pages -1", KVATTN_ERR_INVALID_ARGUMENT, "num_pages", NULL, 1},
+    {"max_pages_per_seq -1", KVATTN_ERR_INVALID_ARGUMENT, "max_pages_per_seq", NULL, 1},
+    {"block_table_batch_stride < max_pages_per_seq", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
+    {"cache_batch 0", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch", NULL, 0},
+    {"cache_capacity -1", KVATTN_ERR_INVALID_ARGUMENT, "cache_capacity", NULL, 0},
+    {"rotary_dim odd", KVATTN_ERR_INVALID_ARGUMENT, "rotary_dim", NULL, -1},
+    {"rotary_dim > head_dim", KVATTN_ERR_INVALID_ARGUMENT, "rotary_dim", NULL, -1},
+    {"rotary_dim 0 with tables", KVATTN_ERR_INVALID_ARGUMENT, "rotary_dim", NULL, -1},
+    {"rotary_dtype 9", KVATTN_ERR_INVALID_ARGUMENT, "rotary_dtype", NULL, -1},
+    {"rotary_max_pos -1", KVATTN_ERR_INVALID_ARGUMENT, "rotary_max_pos", NULL, -1},
+    {"alibi_batch_stride 1 < H", KVATTN_ERR_INVALID_ARGUMENT, "alibi", NULL, -1},
+    {"window_left -2", KVATTN_ERR_INVALID_ARGUMENT, "window_left", NULL, -1},
+    {"window_right -3", KVATTN_ERR_INVALID_ARGUMENT, "window_right", NULL, -1},
+    {"num_splits -1", KVATTN_ERR_INVALID_ARGUMENT, "num_splits", NULL, -1},
+    {"softcap < 0", KVATTN_ERR_INVALID_ARGUMENT, "softcap", NULL, -1},
+    {"negative k_row_stride", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", "k_row_stride", -1},
+    {"q_row_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"k_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", "k_batch_stride", -1},
+    {"struct_size wrong", KVATTN_ERR_INVALID_ARGUMENT, "struct_size", NULL, -1},
+};
+#define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
+
+static void mutate_args(int id, kvattn_params *d) {
+    switch (id) {
+    case 0: d->q = NULL; break;
+    case 1: d->out = NULL; break;
+    case 2: d->k_cache = NULL; break;
+    case 3: d->v_cache = NULL; break;
+    case 4: d->cache_seqlens = NULL; break;
+    case 5: d->v_new = NULL; break;
+    case 6: d->k_new = NULL; break;
+    case 7: d->rotary_sin = NULL; break;
+    case 8: d->batch = -1; break;
+    case 9: d->num_heads = 0; break;
+    case 10: d->num_kv_heads = 0; break;
+    case 11: d->num_kv_heads = 3; break;
+    case 12: d->head_dim = 0; break;
+    case 13: d->head_dim = -5; break;
+    case 14: d->dtype = 7; break;
+    case 15: d->total_q = -1; break;
+    case 16: d->total_knew = -1; break;
+    case 17: d->cu_seqlens_q = NULL; d->seqlen_q = -1; d->q_batch_stride = 4 * H0 * D0; d->out_batch_stride = 4 * H0 * D0; break;
+    case 18: d->page_size = 0; break;
+    case 19: d->page_size = -16; break;
+    case 20: d->num_pages = -1; break;
+    case 21: d->max_pages_per_seq = -1; break;
+    case 22: d->block_table_batch_stride = MAXP0 - 1; break;
+    case 23: d->cache_batch = 0; break;
+    case 24: d->cache_capacity = -1; break;
+    case 25: d->rotary_dim = D0 - 1; break;
+    case 26: d->rotary_dim = D0 + 2; break;
+    case 27: d->rotary_dim = 0; break;
+    case 28: d->rotary_dtype = 9; break;
+    case 29: d->rotary_max_pos = -1; break;
+    case 30: d->alibi_batch_stride = 1; break;
+    case 31: d->window_left = -2; break;
+    case 32: d->window_right = -3; d->causal = 0; break;
+    case 33: d->num_splits = -1; break;
+    case 34: d->softcap = -1.0f; break;
+    case 35: d->k_row_stride = -(int64_t)HK0 * D0; break;
+    case 36: d->q_row_stride = INT64_MAX / 4; break;
+    case 37: d->k_batch_stride = INT64_MAX / 2; d->v_batch_stride = INT64_MAX / 2; break;
+    case 38: d->struct_size = (int64_t)sizeof(kvattn_params) - 8; break;
+    }
+}
+
+static void run_arg_case(int backend, int id, int paged, int dt) {
+    const arg_case *c = &ARG_CASES[id];
+    if (c->paged >= 0 && c->paged != paged) return;
+    kvt_problem P;
+    build_base(&P, backend, paged, dt);
+    kvt_case_begin("%s %s args: %s", backend ? "cuda" : "cpu", paged ? "paged" : "contig", c->name);
+    if (kvt_problem_upload(&P, 1) == 0) {
+        mutate_args(id, &P.pd);
+        kvt_expect e = {c->status, 0, -1, 1, 0};
+        kvt_problem_run(&P, e);
+        if (P.last_status == c->status && !strstr(P.last_error, c->needle) && !(c->needle2 && strstr(P.last_error, c->needle2)))
+            kvt_failf("last_error \"%s\" does not name \"%s\"", P.last_error, c->needle);
+        /* kvattn_validate must agree with forward */
+        int v = kvattn_validate(&P.pd, backend);
+        if (v != c->status) kvt_failf("kvattn_validate returned %s, forward %s", kvattn_status_string(v), kvattn_status_string(c->status));
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+}
+
+/* ---- data-dependent checks: each mutates the host data before upload --------------------------------------- */
+typedef struct data_case {
+    const char *name;
+    int flag;     /* KVATTN_FLAG_* the CUDA backend must record */
+    int bad_seq;  /* the failing sequence (-1: a batch-wide cu_seqlens problem) */
+    int paged;    /* 1 paged only, 0 contiguous only, -1 both */
+    int valid;    /* 1: a valid edge right next to the check: must succeed and be correct */
+} data_case;
+
+static const data_case DATA_CASES[] = {
+    {"leftpad > seqlen", KVATTN_FLAG_BAD_LEFTPAD, 1, -1, 0},
+    {"leftpad < 0", KVATTN_FLAG_BAD_LEFTPAD, 2, -1, 0},
+    {"cache_seqlens < 0", KVATTN_FLAG_BAD_LEFTPAD, 0, -1, 0},
+    {"leftpad == seqlen (valid)", 0, -1, -1, 1},
+    {"seqlen + n_new > capacity", KVATTN_FLAG_CAPACITY, 2, -1, 0},
+    {"seqlen + n_new == capacity (valid)", 0, -1, -1, 1},
+    {"page index -1 in a touched page", KVATTN_FLAG_PAGE_INDEX, 1, 1, 0},
+    {"page index == num_pages in a touched page", KVATTN_FLAG_PAGE_INDEX, 2, 1, 0},
+    {"page index past the pool in the last touched page", KVATTN_FLAG_PAGE_INDEX, 2, 1, 0},
+    {"bad page index in a page left of leftpad (valid)", 0, -1, 1, 1},
+    {"bad page index after the last token (valid)", 0, -1, 1, 1},
+    {"cache_batch_idx == cache_batch", KVATTN_FLAG_BATCH_IDX, 1, 0, 0},
+    {"cache_batch_idx < 0", KVATTN_FLAG_BATCH_IDX, 0, 0, 0},
+    {"rotary position past rotary_max_pos", KVATTN_FLAG_ROTARY_RANGE, 2, -1, 0},
+    {"rotary_max_pos == seqlen + n_new (valid)", 0, -1, -1, 1},
+    {"n_q > seqlen + n_new with rotary", KVATTN_FLAG_ROTARY_RANGE, 1, -1, 0},
+    {"n_q == seqlen + n_new with rotary (valid)", 0, -1, -1, 1},
+    {"cu_seqlens_q decreasing", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_q past total_q", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_knew decreasing", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_knew past total_knew", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_q[0] != 0", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+};
+#define N_DATA_CASES ((int)(sizeof DATA_CASES / sizeof DATA_CASES[0]))
+
+static void mutate_data(int id, kvt_problem *P) {
+    kvattn_params *p = &P->ph;
+    int32_t *S = P->seqlens.host, *L = P->leftpad.host, *cuq = P->cu_q.host, *cun = P->cu_knew.host;
+    int32_t *bt = P->block_table.used ? P->block_table.host : NULL, *idx = P->batch_idx.host;
+    int cap = P->block_table.used ? MAXP0 * PS0 : CAP0;
+    switch (id) {
+    case 0: L[1] = S[1] + 1; break;
+    case 1: L[2] = -1; break;
+    case 2: S[0] = -1; L[0] = 0; break;
+    case 3: L[1] = S[1]; break;
+    case 4: S[2] = cap - NNEW0[2] + 1; p->rotary_max_pos = 2 * MAXPOS0; break; /* only the capacity fails */
+    case 5: S[2] = cap - NNEW0[2]; break;
+    case 6: bt[1 * MAXP0 + 0] = -1; break;                       /* seq 1: L=2, page 0 is touched */
+    case 7: bt[2 * MAXP0 + 1] = POOL0; break;                    /* seq 2: positions 3..41, page 1 */
+    case 8: bt[2 * MAXP0 + 2] = POOL0 + 1000; break;             /* page 2: positions 32..47, used to 41 */
+    case 9: L[2] = 16; bt[2 * MAXP0 + 0] = -1; break;            /* page 0 = positions 0..15 < L */
+    case 10: bt[2 * MAXP0 + 3] = -5; bt[1 * MAXP0 + 1] = POOL0 + 9; break; /* slots past S + n_new */
+    case 11: idx[1] = BC0; break;
+    case 12: idx[0] = -1; break;
+    case 13: p->rotary_max_pos = S0[2] + NNEW0[2] - 1; break;
+    case 14: p->rotary_max_pos = S0[2] + NNEW0[2]; break;
+    case 15: S[1] = 1; L[1] = 0; break;                          /* n_q = 3 > 1 + 1 */
+    case 16: S[1] = 2; L[1] = 0; break;                          /* n_q = 3 == 2 + 1 */
+    case 17: cuq[1] = 5; break;                                  /* [0, 5, 4, 6] */
+    case 18: cuq[3] = p->total_q + 1; break;
+    case 19: cun[1] = 3; break;                                  /* [0, 3, 2, 4] */
+    case 20: cun[3] = p->total_knew + 1; break;
+    case 21: cuq[0] = 1; break;
+    }
+}
+
+static int run_data_case(int backend, int id, int paged, int dt) {
+    const data_case *c = &DATA_CASES[id];
+    if (c->paged >= 0 && c->paged != paged) return 0;
+    kvt_problem P;
+    build_base(&P, backend, paged, dt);
+    mutate_data(id, &P);
+    kvt_case_begin("%s %s %s data: %s", backend ? "cuda" : "cpu", paged ? "paged" : "contig",
+                   dt == KVATTN_F32 ? "f32" : dt == KVATTN_F16 ? "f16" : "bf16", c->name);
+    int skipped = 0;
+    if (kvt_problem_upload(&P, 1) == 0) {
+        kvt_expect e = kvt_expect_ok();
+        if (!c->valid) {
+            if (backend == KVATTN_BACKEND_CPU) e = (kvt_expect){KVATTN_ERR_BAD_DATA, 0, -1, 1, 0};
+            else e = (kvt_expect){KVATTN_OK, c->flag, c->bad_seq, 0, c->bad_seq < 0};
+        }
+        skipped = kvt_problem_run(&P, e);
+        if (!skipped && !c->valid && backend == KVATTN_BACKEND_CPU && P.last_status == KVATTN_ERR_BAD_DATA &&
+            strlen(P.last_error) == 0)
+            kvt_failf("BAD_DATA without a message");
+    }
+    if (skipped) kvt_case_skip("unsupported");
+    else kvt_case_end();
+    kvt_problem_free(&P);
+    return skipped;
+}
+
+/* B = 0 is a valid no-op, whatever the (empty) tensors */
+static void run_empty_batch(int backend, int dt) {
+    kvt_problem P;
+    build_base(&P, backend, 1, dt);
+    P.ph.batch = 0;
+    kvt_case_begin("%s B=0 no-op", backend ? "cuda" : "cpu");
+    if (kvt_problem_upload(&P, 1) == 0) {
+        kvt_expect e = kvt_expect_ok();
+        e.no_change = 1; /* nothing to write: out stays poisoned, caches identical */
+        if (kvt_problem_run(&P, e)) kvt_case_skip("unsupported");
+        else kvt_case_end();
+    } else kvt_case_end();
+    kvt_problem_free(&P);
+}
+
+/* CUDA only: a workspace smaller than kvattn_workspace_size, and fp32 (not implemented there) */
+static void run_cuda_only(void) {
+    kvt_problem P;
+    build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_F16);
+    kvt_case_begin("cuda workspace too small");
+    if (kvt_problem_upload(&P, 1) == 0) {
+        size_t ws = 0;
+        kvattn_workspace_size(&P.pd, KVATTN_BACKEND_CUDA, &ws);
+        P.ws_override = 1;
+        P.ws_bytes = ws ? ws - 1 : 0;
+        kvt_expect e = {KVATTN_ERR_WORKSPACE, 0, -1, 1, 0};
+        kvt_problem_run(&P, e);
+        if (P.last_status == KVATTN_ERR_WORKSPACE && !strstr(P.last_error, "workspace"))
+            kvt_failf("last_error \"%s\" does not name the workspace", P.last_error);
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+
+    build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_F32);
+    kvt_case_begin("cuda fp32 is unsupported");
+    if (kvt_problem_upload(&P, 1) == 0) {
+        kvt_expect e = {KVATTN_ERR_UNSUPPORTED, 0, -1, 1, 0};
+        kvt_problem_run(&P, e);
+        if (P.last_status == KVATTN_ERR_UNSUPPORTED && !strstr(P.last_error, "dtype"))
+            kvt_failf("last_error \"%s\" does not name dtype", P.last_error);
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+}
+
+int main(void) {
+    kvt_init("test_bad_input");
+    int backends[2] = {KVATTN_BACKEND_CPU, KVATTN_BACKEND_CUDA};
+    int cuda = kvattn_backend_available(KVATTN_BACKEND_CUDA);
+    if (!cuda) printf("CUDA: skipped (no GPU)\n");
+    for (int bi = 0; bi < (cuda ? 2 : 1); bi++) {
+        int backend = backends[bi];
+        int dt = backend == KVATTN_BACKEND_CPU ? KVATTN_F16 : KVATTN_BF16;
+        for (int paged = 0; paged <= 1; paged++) {
+            for (int id = 0; id < N_ARG_CASES; id++) run_arg_case(backend, id, paged, dt);
+            for (int id = 0; id < N_DATA_CASES; id++) run_data_case(backend, id, paged, dt);
+        }
+        if (backend == KVATTN_BACKEND_CPU) /* the checks do not depend on the element type */
+            for (int id = 0; id < N_DATA_CASES; id++) run_data_case(backend, id, 1, KVATTN_F32);
+        run_empty_batch(backend, dt);
+        if (backend == KVATTN_BACKEND_CUDA) run_cuda_only();
+    }
+    /* the status strings are stable names */
+    kvt_case_begin("status strings");
+    if (strcmp(kvattn_status_string(KVATTN_ERR_BAD_DATA), "KVATTN_ERR_BAD_DATA") != 0)
+        kvt_failf("kvattn_status_string(BAD_DATA) = %s", kvattn_status_string(KVATTN_ERR_BAD_DATA));
+    if (!kvattn_status_string(12345)) kvt_failf("kvattn_status_string(12345) is NULL");
+    kvt_case_end();
+    return kvt_finish();
+}
