@@ -114,6 +114,7 @@ static void graph_case(int paged, int dtype) {
             if (upd[i]->used) kvt_upload(&upd[i]->dev, upd[i]->host, upd[i]->bytes);
         cudaMemset(P.out.dev.ptr, 0xFF, P.out.bytes);
         cudaMemset(P.lse.dev.ptr, 0xFF, P.lse.bytes);
+        cudaDeviceSynchronize(); /* the updates ran on the legacy stream; the graph runs on a non-blocking one */
         if (cudaGraphLaunch(exec, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess) {
             kvt_failf("replay %d: launch/sync failed", r);
             break;

@@ -1,0 +1,557 @@
+/* bench_cuda.c — the CUDA backend on the H200: decode bandwidth (contiguous and paged 1/16/256), the inflight
+ * step of PERF.md, and causal prefill TFLOP/s, each against ceilings measured in the same run (a 4 GiB
+ * read-only sum with 16-byte loads, and a device-to-device copy). bf16, D = 128, GQA 32/8.
+ * Timing: CUDA events around each call, warm-up first, median of many runs, rotating between cache copies so
+ * that every set read is well beyond the 60 MB L2. Every configuration is also checked once against the
+ * float64 reference on a few rows of one sequence (causal rows are checked by re-posing them as a smaller
+ * bottom-right-aligned problem: row i only sees keys up to its own position).
+ * Usage: bench_cuda [--quick] [--md FILE] [--json FILE]. A benchmark, never a pass/fail test. */
+#include "harness.h"
+#include "kvattn.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H 32
+#define HK 8
+#define D 128
+#define ES 2 /* bf16 */
+
+#define CK(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));           \
+            exit(2);                                                                                         \
+        }                                                                                                    \
+    } while (0)
+
+/* ---- the helper kernels (bench_kernels.cu, embedded as PTX: the Makefile builds benchmarks with the C
+ * compiler, so they are loaded at run time with cudaLibraryLoadData) ------------------------------------- */
+#include "bench_kernels_ptx.h"
+static cudaKernel_t g_k_read, g_k_fill;
+static void kernels_load(void) {
+    cudaLibrary_t lib;
+    CK(cudaLibraryLoadData(&lib, bench_kernels_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cudaLibraryGetKernel(&g_k_read, lib, "bench_read_sum"));
+    CK(cudaLibraryGetKernel(&g_k_fill, lib, "bench_fill_bf16"));
+}
+static void bench_fill_bf16(void *p, size_t n, unsigned seed) {
+    unsigned long long nn = n;
+    void *args[3] = {&p, &nn, &seed};
+    dim3 grid = {1056, 1, 1}, block = {256, 1, 1};
+    CK(cudaLaunchKernel((const void *)g_k_fill, grid, block, args, 0, NULL));
+    CK(cudaGetLastError());
+}
+static int cmp_f(const void *a, const void *b);
+static float median(float *v, int n);
+/* Read ceiling: median TB/s of summing `bytes` with 16-byte loads (grid: 8 blocks of 512 per SM). */
+static double bench_read_ceiling_tbs(size_t bytes, int reps) {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    void *buf, *out;
+    CK(cudaMalloc(&buf, bytes));
+    CK(cudaMalloc(&out, (size_t)sms * 8 * 4));
+    bench_fill_bf16(buf, bytes / 2, 3);
+    unsigned long long n16 = bytes / 16;
+    void *args[3] = {&buf, &n16, &out};
+    dim3 grid = {(unsigned)sms * 8, 1, 1}, block = {512, 1, 1};
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float t[64];
+    if (reps > 64) reps = 64;
+    for (int i = 0; i < reps + 2; i++) {
+        CK(cudaEventRecord(e0, NULL));
+        CK(cudaLaunchKernel((const void *)g_k_read, grid, block, args, 0, NULL));
+        CK(cudaEventRecord(e1, NULL));
+        CK(cudaEventSynchronize(e1));
+        if (i >= 2) CK(cudaEventElapsedTime(&t[i - 2], e0, e1));
+    }
+    cudaFree(buf);
+    cudaFree(out);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return (double)bytes / (median(t, reps) * 1e-3) / 1e12;
+}
+
+static int g_quick;
+static double g_read_tbs, g_copy_tbs;
+
+static int cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+static float median(float *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_f);
+    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- one benchmark problem on the device ----------------------------------------------------------------- */
+typedef struct bproblem {
+    int B, paged, page_size, n_copies;
+    int32_t *n_q, *n_new, *S; /* host [B] */
+    kvattn_params p[8];       /* one per cache copy (k_cache / v_cache differ) */
+    void *kc[8], *vc[8];
+    void *q, *kn, *vn, *out, *lse, *cu_q, *cu_kn, *sl, *bt, *ws;
+    int32_t *bt_h, *cu_q_h;
+    size_t ws_bytes, cache_bytes;
+    int max_pages, num_pages, cap;
+    uint16_t *q_h; /* host copy of q (for the check) */
+} bproblem;
+
+static void bp_setup(bproblem *P, int B, const int32_t *n_q, const int32_t *n_new, const int32_t *S, int paged,
+                     int page_size, size_t min_rotation_bytes) {
+    memset(P, 0, sizeof *P);
+    P->B = B;
+    P->paged = paged;
+    P->page_size = page_size;
+    P->n_q = malloc((size_t)B * 4);
+    P->n_new = malloc((size_t)B * 4);
+    P->S = malloc((size_t)B * 4);
+    memcpy(P->n_q, n_q, (size_t)B * 4);
+    memcpy(P->n_new, n_new, (size_t)B * 4);
+    memcpy(P->S, S, (size_t)B * 4);
+    int32_t total_q = 0, total_new = 0, need_max = 1;
+    int64_t tokens = 0;
+    P->cu_q_h = malloc((size_t)(B + 1) * 4);
+    int32_t *cu_kn = malloc((size_t)(B + 1) * 4);
+    P->cu_q_h[0] = cu_kn[0] = 0;
+    for (int b = 0; b < B; b++) {
+        total_q += n_q[b];
+        total_new += n_new[b];
+        P->cu_q_h[b + 1] = total_q;
+        cu_kn[b + 1] = total_new;
+        if (S[b] + n_new[b] > need_max) need_max = S[b] + n_new[b];
+    }
+    kvattn_params p = kvattn_params_default();
+    p.dtype = KVATTN_BF16;
+    p.batch = B;
+    p.num_heads = H;
+    p.num_kv_heads = HK;
+    p.head_dim = D;
+    p.causal = 1;
+    p.total_q = total_q;
+    p.q_row_stride = H * D;
+    p.q_head_stride = D;
+    p.out_row_stride = H * D;
+    p.out_head_stride = D;
+    p.lse_head_stride = total_q;
+    p.lse_row_stride = 1;
+    size_t qb = (size_t)total_q * H * D * ES;
+    CK(cudaMalloc(&P->q, qb));
+    CK(cudaMalloc(&P->out, qb));
+    CK(cudaMalloc(&P->lse, (size_t)total_q * H * 4));
+    CK(cudaMalloc(&P->cu_q, (size_t)(B + 1) * 4));
+    CK(cudaMalloc(&P->cu_kn, (size_t)(B + 1) * 4));
+    CK(cudaMalloc(&P->sl, (size_t)B * 4));
+    CK(cudaMemcpy(P->cu_q, P->cu_q_h, (size_t)(B + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P->cu_kn, cu_kn, (size_t)(B + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P->sl, S, (size_t)B * 4, cudaMemcpyHostToDevice));
+    bench_fill_bf16(P->q, (size_t)total_q * H * D, 7);
+    P->q_h = malloc(qb);
+    CK(cudaMemcpy(P->q_h, P->q, qb, cudaMemcpyDeviceToHost));
+    p.q = P->q;
+    p.cu_seqlens_q = P->cu_q;
+    p.out = P->out;
+    p.softmax_lse = P->lse;
+    p.cache_seqlens = P->sl;
+    if (total_new > 0) {
+        size_t nb = (size_t)total_new * HK * D * ES;
+        CK(cudaMalloc(&P->kn, nb));
+        CK(cudaMalloc(&P->vn, nb));
+        bench_fill_bf16(P->kn, nb / ES, 11);
+        bench_fill_bf16(P->vn, nb / ES, 13);
+        p.k_new = P->kn;
+        p.v_new = P->vn;
+        p.cu_seqlens_knew = P->cu_kn;
+        p.total_knew = total_new;
+        p.knew_row_stride = p.vnew_row_stride = HK * D;
+        p.knew_head_stride = p.vnew_head_stride = D;
+    }
+    size_t cache_elems;
+    if (paged) {
+        int ps = page_size;
+        P->max_pages = (need_max + ps - 1) / ps;
+        int64_t pages = 0;
+        for (int b = 0; b < B; b++) pages += (S[b] + n_new[b] + ps - 1) / ps;
+        P->num_pages = (int)pages;
+        int32_t *perm = malloc((size_t)pages * 4);
+        for (int64_t i = 0; i < pages; i++) perm[i] = (int32_t)i;
+        kvt_shuffle(perm, (int)pages);
+        P->bt_h = malloc((size_t)B * P->max_pages * 4);
+        int64_t next = 0;
+        for (int b = 0; b < B; b++) {
+            int np = (S[b] + n_new[b] + ps - 1) / ps;
+            for (int s = 0; s < P->max_pages; s++) P->bt_h[(int64_t)b * P->max_pages + s] = s < np ? perm[next++] : -1;
+        }
+        free(perm);
+        CK(cudaMalloc(&P->bt, (size_t)B * P->max_pages * 4));
+        CK(cudaMemcpy(P->bt, P->bt_h, (size_t)B * P->max_pages * 4, cudaMemcpyHostToDevice));
+        p.block_table = P->bt;
+        p.block_table_batch_stride = P->max_pages;
+        p.max_pages_per_seq = P->max_pages;
+        p.num_pages = P->num_pages;
+        p.page_size = ps;
+        p.k_batch_stride = p.v_batch_stride = (int64_t)ps * HK * D;
+        cache_elems = (size_t)pages * ps * HK * D;
+    } else {
+        P->cap = need_max;
+        p.cache_batch = B;
+        p.cache_capacity = need_max;
+        p.k_batch_stride = p.v_batch_stride = (int64_t)need_max * HK * D;
+        cache_elems = (size_t)B * need_max * HK * D;
+    }
+    p.k_row_stride = p.v_row_stride = HK * D;
+    p.k_head_stride = p.v_head_stride = D;
+    (void)tokens;
+    P->cache_bytes = cache_elems * ES;
+    P->n_copies = (int)((min_rotation_bytes + 2 * P->cache_bytes - 1) / (2 * P->cache_bytes));
+    if (P->n_copies < 1) P->n_copies = 1;
+    if (P->n_copies > 8) P->n_copies = 8;
+    for (int c = 0; c < P->n_copies; c++) {
+        CK(cudaMalloc(&P->kc[c], P->cache_bytes));
+        CK(cudaMalloc(&P->vc[c], P->cache_bytes));
+        bench_fill_bf16(P->kc[c], cache_elems, 100 + 2 * c);
+        bench_fill_bf16(P->vc[c], cache_elems, 101 + 2 * c);
+        P->p[c] = p;
+        P->p[c].k_cache = P->kc[c];
+        P->p[c].v_cache = P->vc[c];
+    }
+    if (kvattn_workspace_size(&P->p[0], KVATTN_BACKEND_CUDA, &P->ws_bytes) != KVATTN_OK) {
+        fprintf(stderr, "workspace_size: %s\n", kvattn_last_error());
+        exit(2);
+    }
+    CK(cudaMalloc(&P->ws, P->ws_bytes ? P->ws_bytes : 16));
+    free(cu_kn);
+}
+
+static void bp_free(bproblem *P) {
+    void *d[] = {P->q, P->kn, P->vn, P->out, P->lse, P->cu_q, P->cu_kn, P->sl, P->bt, P->ws};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        if (d[i]) cudaFree(d[i]);
+    for (int c = 0; c < P->n_copies; c++) {
+        cudaFree(P->kc[c]);
+        cudaFree(P->vc[c]);
+    }
+    free(P->n_q);
+    free(P->n_new);
+    free(P->S);
+    free(P->bt_h);
+    free(P->cu_q_h);
+    free(P->q_h);
+}
+
+/* Median microseconds of one kvattn_forward, rotating cache copies. */
+static double bp_time_us(bproblem *P, int warm, int reps) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float *t = malloc((size_t)reps * sizeof(float));
+    for (int i = 0; i < warm + reps; i++) {
+        kvattn_params *p = &P->p[i % P->n_copies];
+        CK(cudaEventRecord(e0, NULL));
+        int st = kvattn_forward(p, KVATTN_BACKEND_CUDA, P->ws, P->ws_bytes, NULL);
+        CK(cudaEventRecord(e1, NULL));
+        if (st != KVATTN_OK) {
+            fprintf(stderr, "forward: %s\n", kvattn_last_error());
+            exit(2);
+        }
+        CK(cudaEventSynchronize(e1));
+        if (i >= warm) CK(cudaEventElapsedTime(&t[i - warm], e0, e1));
+    }
+    double us = 1000.0 * median(t, reps);
+    free(t);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return us;
+}
+
+/* Checks rows [r0, r0 + cnt) of sequence b (causal, after a call on copy c) against the float64 reference.
+ * s_k: keys of the sequence after the call. Returns the max abs error; *ok = 0 on a tolerance miss. */
+static double bp_check_rows(bproblem *P, int c, int b, int r0, int cnt, int s_k, int *ok) {
+    const int nq = P->n_q[b];
+    const int sk2 = r0 + cnt + s_k - nq; /* keys the sub-problem needs (bottom-right alignment) */
+    size_t row_elems = (size_t)HK * D;
+    uint16_t *kh = malloc((size_t)sk2 * row_elems * ES), *vh = malloc((size_t)sk2 * row_elems * ES);
+    if (P->paged) {
+        int ps = P->page_size;
+        for (int pos = 0; pos < sk2; pos += ps) {
+            int n = sk2 - pos < ps ? sk2 - pos : ps;
+            int32_t page = P->bt_h[(int64_t)b * P->max_pages + pos / ps];
+            size_t off = (size_t)page * ps * row_elems * ES;
+            CK(cudaMemcpy(kh + (size_t)pos * row_elems, (char *)P->kc[c] + off, (size_t)n * row_elems * ES, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(vh + (size_t)pos * row_elems, (char *)P->vc[c] + off, (size_t)n * row_elems * ES, cudaMemcpyDeviceToHost));
+        }
+    } else {
+        size_t off = (size_t)b * P->cap * row_elems * ES;
+        CK(cudaMemcpy(kh, (char *)P->kc[c] + off, (size_t)sk2 * row_elems * ES, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(vh, (char *)P->vc[c] + off, (size_t)sk2 * row_elems * ES, cudaMemcpyDeviceToHost));
+    }
+    const int64_t grow0 = (int64_t)P->cu_q_h[b] + r0;
+    uint16_t *oh = malloc((size_t)cnt * H * D * ES);
+    float *lh = malloc((size_t)cnt * H * 4);
+    CK(cudaMemcpy(oh, (char *)P->out + (size_t)grow0 * H * D * ES, (size_t)cnt * H * D * ES, cudaMemcpyDeviceToHost));
+    const int total_q = P->p[0].total_q;
+    for (int h = 0; h < H; h++)
+        CK(cudaMemcpy(lh + (size_t)h * cnt, (char *)P->lse + ((size_t)h * total_q + grow0) * 4, (size_t)cnt * 4,
+                      cudaMemcpyDeviceToHost));
+    kvattn_params r = kvattn_params_default();
+    int32_t sl[1] = {sk2};
+    r.dtype = KVATTN_BF16;
+    r.batch = 1;
+    r.num_heads = H;
+    r.num_kv_heads = HK;
+    r.head_dim = D;
+    r.q = P->q_h + (size_t)grow0 * H * D;
+    r.seqlen_q = cnt;
+    r.q_batch_stride = (int64_t)cnt * H * D;
+    r.q_row_stride = H * D;
+    r.q_head_stride = D;
+    r.k_cache = kh;
+    r.v_cache = vh;
+    r.cache_batch = 1;
+    r.cache_capacity = sk2;
+    r.k_batch_stride = r.v_batch_stride = (int64_t)sk2 * HK * D;
+    r.k_row_stride = r.v_row_stride = HK * D;
+    r.k_head_stride = r.v_head_stride = D;
+    r.cache_seqlens = sl;
+    r.causal = 1;
+    r.out_batch_stride = (int64_t)cnt * H * D;
+    r.out_row_stride = H * D;
+    r.out_head_stride = D;
+    double *oref = calloc((size_t)cnt * H * D, sizeof(double)), *lref = calloc((size_t)cnt * H, sizeof(double));
+    double maxerr = 0;
+    if (kvref_forward(&r, oref, lref)) *ok = 0;
+    const double u = ldexp(1.0, -8);
+    for (int i = 0; i < cnt; i++)
+        for (int h = 0; h < H; h++) {
+            for (int d = 0; d < D; d++) {
+                size_t e = ((size_t)i * H + h) * D + d;
+                double g = kvref_load(KVATTN_BF16, oh, (int64_t)e), w = oref[e], err = fabs(g - w);
+                if (!(err <= 4 * u + 2 * u * fabs(w))) *ok = 0;
+                if (err > maxerr || err != err) maxerr = err;
+            }
+            double gl = lh[(size_t)h * cnt + i], wl = lref[(size_t)i * H + h];
+            if (!(fabs(gl - wl) <= 1e-3 * (1 + fabs(wl)))) *ok = 0;
+        }
+    free(kh);
+    free(vh);
+    free(oh);
+    free(lh);
+    free(oref);
+    free(lref);
+    return maxerr;
+}
+
+/* Runs the call once on copy 0 and checks the first and last (up to) 4 rows of sequence b. */
+static int bp_check(bproblem *P, int b, double *maxerr) {
+    if (kvattn_forward(&P->p[0], KVATTN_BACKEND_CUDA, P->ws, P->ws_bytes, NULL) != KVATTN_OK) return 0;
+    kvattn_device_status ds;
+    if (kvattn_device_status_read(P->ws, NULL, &ds) != KVATTN_OK || ds.flags) return 0;
+    int ok = 1;
+    const int nq = P->n_q[b], s_k = P->S[b] + P->n_new[b];
+    double e1 = 0, e2 = 0;
+    if (nq <= 8) e1 = bp_check_rows(P, 0, b, 0, nq, s_k, &ok);
+    else {
+        e1 = bp_check_rows(P, 0, b, 0, 4, s_k, &ok);
+        e2 = bp_check_rows(P, 0, b, nq - 4, 4, s_k, &ok);
+    }
+    *maxerr = e1 > e2 ? e1 : e2;
+    return ok;
+}
+
+/* ---- report -------------------------------------------------------------------------------------------- */
+static FILE *g_md, *g_json;
+static int g_json_first = 1;
+static void json_rec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void json_rec(const char *fmt, ...) {
+    if (!g_json) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(g_json, "%s\n  ", g_json_first ? "" : ",");
+    vfprintf(g_json, fmt, ap);
+    va_end(ap);
+    g_json_first = 0;
+}
+
+int main(int argc, char **argv) {
+    const char *md = NULL, *js = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) g_quick = 1;
+        else if (!strcmp(argv[i], "--md") && i + 1 < argc) md = argv[++i];
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) js = argv[++i];
+    }
+    kvt_init("bench_cuda");
+    if (!kvattn_backend_available(KVATTN_BACKEND_CUDA)) {
+        printf("bench_cuda: no CUDA device; nothing to measure\n");
+        return 0;
+    }
+    kernels_load();
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    g_md = md ? fopen(md, "w") : NULL;
+    g_json = js ? fopen(js, "w") : NULL;
+    if (g_json) fprintf(g_json, "[");
+
+    /* ceilings */
+    g_read_tbs = bench_read_ceiling_tbs((size_t)4 << 30, g_quick ? 5 : 15);
+    {
+        size_t n = (size_t)2 << 30;
+        void *a, *b;
+        CK(cudaMalloc(&a, n));
+        CK(cudaMalloc(&b, n));
+        CK(cudaMemset(a, 1, n));
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        float t[15];
+        int reps = g_quick ? 5 : 15;
+        for (int i = 0; i < reps + 2; i++) {
+            cudaEventRecord(e0, NULL);
+            CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, n, cudaMemcpyDeviceToDevice, NULL));
+            cudaEventRecord(e1, NULL);
+            cudaEventSynchronize(e1);
+            if (i >= 2) cudaEventElapsedTime(&t[i - 2], e0, e1);
+        }
+        g_copy_tbs = 2.0 * n / (median(t, reps) * 1e-3) / 1e12;
+        cudaFree(a);
+        cudaFree(b);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    printf("\n%s, %d SMs. Ceilings (this run): read %.2f TB/s (4 GiB sum, 16-byte loads), copy %.2f TB/s (read+write)\n",
+           prop.name, prop.multiProcessorCount, g_read_tbs, g_copy_tbs);
+    if (g_md) {
+        fprintf(g_md, "Device: %s, %d SMs. bf16, D=128, GQA 32/8, causal.\n\n", prop.name, prop.multiProcessorCount);
+        fprintf(g_md, "Ceilings measured in this run: read **%.2f TB/s** (4 GiB sum, 16-byte loads), copy %.2f TB/s "
+                      "(device-to-device, read+write counted).\n\n", g_read_tbs, g_copy_tbs);
+    }
+    json_rec("{\"kind\": \"ceiling\", \"read_tbs\": %.4f, \"copy_tbs\": %.4f, \"device\": \"%s\"}", g_read_tbs,
+             g_copy_tbs, prop.name);
+
+    const int warm = 3, reps = g_quick ? 10 : 30;
+    const size_t rot = (size_t)512 << 20; /* each rotation set at least 512 MB (8x the L2) */
+
+    /* (1) decode */
+    static const int shapes[6][2] = {{1, 32768}, {8, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}};
+    static const int layouts[4] = {0, 1, 16, 256}; /* 0 = contiguous, else page size */
+    static const double fa2[6] = {2.28, 3.25, 2.48, -1, 2.42, 2.45};
+    printf("\n(1) decode, one query per sequence, K+V read once\n");
+    printf("%-10s %-12s %10s %9s %9s %8s %s\n", "B x L", "layout", "us", "TB/s", "of read", "FA2", "check");
+    if (g_md) {
+        fprintf(g_md, "### Decode (one query per sequence; bytes = K and V read once)\n\n");
+        fprintf(g_md, "| B x L | layout | us | TB/s | of read ceiling | FA2 (PERF.md, contiguous) | check (max abs err) |\n");
+        fprintf(g_md, "|---|---|---|---|---|---|---|\n");
+    }
+    for (int si = 0; si < 6; si++)
+        for (int li = 0; li < 4; li++) {
+            const int B = shapes[si][0], L = shapes[si][1], ps = layouts[li];
+            int32_t *nq = malloc((size_t)B * 4), *nn = malloc((size_t)B * 4), *S = malloc((size_t)B * 4);
+            for (int b = 0; b < B; b++) {
+                nq[b] = 1;
+                nn[b] = 0;
+                S[b] = L;
+            }
+            bproblem P;
+            bp_setup(&P, B, nq, nn, S, ps > 0, ps, rot);
+            double err = 0;
+            int ok = bp_check(&P, B - 1, &err);
+            double us = bp_time_us(&P, warm, reps);
+            double bytes = 2.0 * B * (double)L * HK * D * ES, tbs = bytes / (us * 1e-6) / 1e12;
+            char lay[32];
+            if (ps) snprintf(lay, sizeof lay, "paged %d", ps);
+            else snprintf(lay, sizeof lay, "contiguous");
+            char fa[16] = "-";
+            if (fa2[si] > 0 && ps == 0) snprintf(fa, sizeof fa, "%.2f", fa2[si]);
+            printf("%4dx%-5d  %-12s %10.1f %9.2f %8.1f%% %8s %s (%.2g)\n", B, L, lay, us, tbs, 100 * tbs / g_read_tbs, fa,
+                   ok ? "ok" : "FAIL", err);
+            if (g_md)
+                fprintf(g_md, "| %dx%d | %s | %.1f | %.2f | %.1f%% | %s | %s (%.2g) |\n", B, L, lay, us, tbs,
+                        100 * tbs / g_read_tbs, fa, ok ? "ok" : "FAIL", err);
+            json_rec("{\"kind\": \"decode\", \"B\": %d, \"L\": %d, \"page_size\": %d, \"us\": %.2f, \"tbs\": %.4f, "
+                     "\"frac_read\": %.4f, \"check_ok\": %d, \"max_err\": %.3g}",
+                     B, L, ps, us, tbs, tbs / g_read_tbs, ok, err);
+            fflush(stdout);
+            bp_free(&P);
+            free(nq);
+            free(nn);
+            free(S);
+        }
+
+    /* (2) the inflight step: 60 decodes (cache uniform [512, 8192]) + 4 prompts of 512, appended, paged 16 */
+    {
+        const int B = 64;
+        int32_t nq[64], nn[64], S[64];
+        double kv_bytes = 0;
+        for (int b = 0; b < B; b++) {
+            if (b % 16 == 5) { /* the 4 prompts, spread through the batch */
+                nq[b] = nn[b] = 512;
+                S[b] = 0;
+            } else {
+                nq[b] = nn[b] = 1;
+                S[b] = kvt_randint(512, 8192);
+            }
+            kv_bytes += 2.0 * (S[b] + nn[b]) * HK * D * ES;
+        }
+        bproblem P;
+        bp_setup(&P, B, nq, nn, S, 1, 16, rot);
+        double e1 = 0, e2 = 0;
+        int ok = bp_check(&P, 5, &e1) & bp_check(&P, 0, &e2);
+        double us = bp_time_us(&P, warm, reps);
+        double tbs = kv_bytes / (us * 1e-6) / 1e12;
+        printf("\n(2) inflight step (60 decodes, cache U[512, 8192], + 4 prompts of 512 appended and attended; paged 16)\n");
+        printf("    %.1f us (K+V %.0f MB: %.2f TB/s, %.1f%% of read); FA2 varlen (PERF.md): 2096 us; check %s (%.2g)\n", us,
+               kv_bytes / 1e6, tbs, 100 * tbs / g_read_tbs, ok ? "ok" : "FAIL", e1 > e2 ? e1 : e2);
+        if (g_md) {
+            fprintf(g_md, "\n### Inflight step (PERF.md): 60 decodes (cache U[512, 8192]) + 4 prompts of 512, appended and attended, paged 16\n\n");
+            fprintf(g_md, "| us | K+V MB | TB/s | of read ceiling | FA2 varlen (PERF.md) | target | check |\n|---|---|---|---|---|---|---|\n");
+            fprintf(g_md, "| %.1f | %.0f | %.2f | %.1f%% | 2096 us | <= 400 us | %s (%.2g) |\n", us, kv_bytes / 1e6, tbs,
+                    100 * tbs / g_read_tbs, ok ? "ok" : "FAIL", e1 > e2 ? e1 : e2);
+        }
+        json_rec("{\"kind\": \"inflight\", \"us\": %.2f, \"kv_mb\": %.1f, \"tbs\": %.4f, \"check_ok\": %d}", us,
+                 kv_bytes / 1e6, tbs, ok);
+        bp_free(&P);
+    }
+
+    /* (3) prefill: causal, B x L = 16k, attention over a cache of L tokens with L queries (no append) */
+    printf("\n(3) prefill, causal, B x L = 16384 (FLOPs 4 B L^2 H D / 2)\n");
+    printf("%-10s %10s %9s %s\n", "B x L", "ms", "TFLOP/s", "check");
+    if (g_md) {
+        fprintf(g_md, "\n### Prefill, causal, B x L = 16k (causal FLOPs counted as half)\n\n");
+        fprintf(g_md, "| B x L | ms | TFLOP/s | FA2 / cuDNN (PERF.md, D=128) | check |\n|---|---|---|---|---|\n");
+    }
+    static const int pl[3] = {1024, 4096, 16384};
+    static const char *peer[3] = {"-", "318 / 530", "338 / 580"};
+    for (int i = 0; i < 3; i++) {
+        const int L = pl[i], B = 16384 / L;
+        int32_t nq[16], nn[16], S[16];
+        for (int b = 0; b < B; b++) {
+            nq[b] = L;
+            nn[b] = 0;
+            S[b] = L;
+        }
+        bproblem P;
+        bp_setup(&P, B, nq, nn, S, 0, 0, 0);
+        double err = 0;
+        int ok = bp_check(&P, B - 1, &err);
+        double us = bp_time_us(&P, 2, g_quick ? 5 : 10);
+        double flops = 4.0 * B * (double)L * L * H * D / 2;
+        double tf = flops / (us * 1e-6) / 1e12;
+        printf("%4dx%-5d  %10.3f %9.1f %s (%.2g)\n", B, L, us / 1000, tf, ok ? "ok" : "FAIL", err);
+        if (g_md) fprintf(g_md, "| %dx%d | %.3f | %.1f | %s | %s (%.2g) |\n", B, L, us / 1000, tf, peer[i], ok ? "ok" : "FAIL", err);
+        json_rec("{\"kind\": \"prefill\", \"B\": %d, \"L\": %d, \"us\": %.2f, \"tflops\": %.2f, \"check_ok\": %d}", B, L,
+                 us, tf, ok);
+        bp_free(&P);
+    }
+    if (g_json) {
+        fprintf(g_json, "\n]\n");
+        fclose(g_json);
+    }
+    if (g_md) fclose(g_md);
+    return 0;
+}
