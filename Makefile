@@ -65,7 +65,7 @@ test: test-c test-python
 test-c: $(TEST_BINS)
 	@bash tests/run_all.sh $(TEST_BINS)
 test-python: lib
-	@bash tests/run_python.sh
+	@KVATTN_LIBRARY=$(abspath $(BUILD))/libkvattn.so PYTHON=$(PYTHON) bash tests/run_python.sh
 
 # sanitizers: a separate build tree so the sanitized objects never mix with the normal ones
 test-asan:

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# run_python.sh — runs the Python package's tests (tests/python) with pytest when python3 has numpy and pytest,
+# and ends with one line "python: N passed, M failed, K skipped" that .ci/run can sum. Torch and CUDA tests
+# skip themselves (with the reason) where torch, a GPU or a CUDA-built libkvattn is missing.
+#   KVATTN_LIBRARY  the libkvattn.so to test (default: build/libkvattn.so of this checkout); `make test-python`
+#                   sets it to the library it just built. PYTHON picks the interpreter (default python3).
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import numpy, pytest" >/dev/null 2>&1; then
+    echo "python tests: skipped (numpy/pytest missing)"
+    exit 0
+fi
+if [ -z "${KVATTN_LIBRARY:-}" ]; then
+    if [ ! -f build/libkvattn.so ]; then
+        echo "python tests: build/libkvattn.so missing; run 'make lib' first (or set KVATTN_LIBRARY)"
+        echo "python: 0 passed, 1 failed, 0 skipped"
+        exit 1
+    fi
+    export KVATTN_LIBRARY="$PWD/build/libkvattn.so"
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$PY" -m pytest -q -rs -p no:cacheprovider tests/python "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)' "$log" | tail -1)
+count() { echo "$summary" | grep -oE "[0-9]+ $1" | head -1 | grep -oE '^[0-9]+' || echo 0; }
+passed=$(count passed)
+failed=$(( $(count failed) + $(count errors) + $(count error) ))
+skipped=$(count skipped)
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "$failed" -eq 0 ]; then
+    failed=1 # pytest itself failed (collection or usage error) without a summary of failures
+fi
+echo "python: $passed passed, $failed failed, $skipped skipped"
+[ "$rc" -eq 5 ] && exit 0 # no test collected is not a failure of the code
+exit "$rc"
