@@ -20,6 +20,7 @@
 #define ROWS_PER_ITEM 64  /* target (query heads x query rows) per work item */
 #define SPLIT_KEYS 1024   /* automatic split: keys per split for single-query-tile (decode-like) sequences */
 #define ALIGN 64
+#define PREFETCH_KEYS 16 /* software prefetch distance in keys */
 
 /* ---- element conversions (round to nearest even), fp32 <-> fp16 / bf16 --------------------------------- */
 static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -78,7 +79,7 @@ static inline void store_row(int dtype, void *base, int64_t off, const float *re
 
 /* exp for the softmax, branch-free so that gcc vectorizes the loops calling it (about 1 ulp; 0 below -87) */
 static inline float kv_exp(float x) {
-    float xc = fminf(fmaxf(x, -87.0f), 88.0f);
+    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     float n = rintf(xc * 1.44269504088896341f);
     float r = fmaf(n, -0.693145751953125f, xc);
     r = fmaf(n, -1.428606765330187e-06f, r);
@@ -201,7 +202,16 @@ typedef struct plan {
     float *part_acc, *part_ml; /* split partials: acc rows [*, Dp] and (m, l) pairs */
 } plan;
 
-/* Scores of NR query rows (sharing one mask) against keys [jlo, jhi) of the tile, written to prob rows. */
+/* Sum of 16 lanes as a tree (gcc turns it into a few vector adds, unlike a sequential scalar sum). */
+static inline float hsum16(const float *restrict a) {
+    float b[8], c[4];
+    for (int u = 0; u < 8; u++) b[u] = a[u] + a[u + 8];
+    for (int u = 0; u < 4; u++) c[u] = b[u] + b[u + 4];
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
+/* Scores of NR query rows (sharing one mask) against keys [jlo, jhi) of the tile, written to prob rows.
+ * Each dot product keeps 16 lanes of partial sums in a register (Dp is a multiple of 16). */
 static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
                                                               const float *restrict kt, int jlo, int jhi,
                                                               float *restrict prob) {
@@ -209,19 +219,20 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
                 *q3 = qr + (NR > 3 ? 3 * Dp : 0);
     for (int j = jlo; j < jhi; j++) {
         const float *restrict k = kt + (int64_t)j * Dp;
-        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-        for (int d = 0; d < Dp; d++) {
-            float kd = k[d];
-            s0 += q0[d] * kd;
-            if (NR > 1) s1 += q1[d] * kd;
-            if (NR > 2) s2 += q2[d] * kd;
-            if (NR > 3) s3 += q3[d] * kd;
+        float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
+        for (int d0 = 0; d0 < Dp; d0 += 16) {
+            for (int u = 0; u < 16; u++) {
+                const float kd = k[d0 + u];
+                a0[u] = fmaf(q0[d0 + u], kd, a0[u]);
+                if (NR > 1) a1[u] = fmaf(q1[d0 + u], kd, a1[u]);
+                if (NR > 2) a2[u] = fmaf(q2[d0 + u], kd, a2[u]);
+                if (NR > 3) a3[u] = fmaf(q3[d0 + u], kd, a3[u]);
+            }
         }
-        prob[j] = s0;
-        if (NR > 1) prob[KT + j] = s1;
-        if (NR > 2) prob[2 * KT + j] = s2;
-        if (NR > 3) prob[3 * KT + j] = s3;
+        prob[j] = hsum16(a0);
+        if (NR > 1) prob[KT + j] = hsum16(a1);
+        if (NR > 2) prob[2 * KT + j] = hsum16(a2);
+        if (NR > 3) prob[3 * KT + j] = hsum16(a3);
     }
 }
 
@@ -242,10 +253,10 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
             const float p0 = prob[j], p1 = NR > 1 ? prob[KT + j] : 0.0f, p2 = NR > 2 ? prob[2 * KT + j] : 0.0f,
                         p3 = NR > 3 ? prob[3 * KT + j] : 0.0f;
             for (int u = 0; u < 16; u++) {
-                a0[u] += p0 * v[u];
-                if (NR > 1) a1[u] += p1 * v[u];
-                if (NR > 2) a2[u] += p2 * v[u];
-                if (NR > 3) a3[u] += p3 * v[u];
+                a0[u] = fmaf(p0, v[u], a0[u]);
+                if (NR > 1) a1[u] = fmaf(p1, v[u], a1[u]);
+                if (NR > 2) a2[u] = fmaf(p2, v[u], a2[u]);
+                if (NR > 3) a3[u] = fmaf(p3, v[u], a3[u]);
             }
         }
         for (int u = 0; u < 16; u++) {
@@ -266,8 +277,8 @@ static inline void softmax_update(const kvattn_params *p, float *restrict prob, 
     if (p->alibi_slopes)
         for (int j = jlo; j < jhi; j++) prob[j] += kv_alibi_bias(slope, qpos, kt0 + j);
     float mx = -INFINITY;
-    for (int j = jlo; j < jhi; j++) mx = fmaxf(mx, prob[j]);
-    const float m_new = fmaxf(*m, mx);
+    for (int j = jlo; j < jhi; j++) mx = prob[j] > mx ? prob[j] : mx;
+    const float m_new = mx > *m ? mx : *m;
     const float corr = *m == -INFINITY ? 0.0f : kv_exp(*m - m_new);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -303,6 +314,8 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
     const int32_t s_k = s.S + s.n_new - s.L, crow = p->cache_batch_idx ? p->cache_batch_idx[b] : b;
     const int varq = p->cu_seqlens_q != NULL;
     const int R = G * it->nq;
+    const int esize = kv_dtype_size(p->dtype);
+    const int64_t row_bytes = (int64_t)D * esize;
 
     /* queries: fp32, rotated, pre-multiplied by the softmax scale */
     for (int ii = 0; ii < it->nq; ii++) {
@@ -331,6 +344,18 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
                 memset(w->k + (int64_t)j * Dp, 0, (size_t)D * 4);
                 memset(w->v + (int64_t)j * Dp, 0, (size_t)D * 4);
                 continue;
+            }
+            if (kt0 + j + PREFETCH_KEYS < it->khi) {
+                /* rows of one kv head are strided (NHD) or paged: the hardware prefetcher stops at every 4 KiB
+                 * page, so ask for the row PREFETCH_KEYS keys ahead ourselves */
+                int64_t kp = kv_cache_offset(p, b, crow, pos + PREFETCH_KEYS, kvh, p->k_batch_stride, p->k_row_stride,
+                                             p->k_head_stride);
+                int64_t vp = kv_cache_offset(p, b, crow, pos + PREFETCH_KEYS, kvh, p->v_batch_stride, p->v_row_stride,
+                                             p->v_head_stride);
+                for (int64_t byte = 0; byte < row_bytes; byte += 64) {
+                    if (kp >= 0) __builtin_prefetch((const char *)p->k_cache + kp * esize + byte);
+                    if (vp >= 0) __builtin_prefetch((const char *)p->v_cache + vp * esize + byte);
+                }
             }
             load_row(p->dtype, p->k_cache, ko, w->k + (int64_t)j * Dp, D);
             load_row(p->dtype, p->v_cache, vo, w->v + (int64_t)j * Dp, D);
