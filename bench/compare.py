@@ -80,6 +80,8 @@ def parse_args(argv=None):
     p.add_argument("--flashinfer-prefill-backend", default="auto", help="auto, fa2 or fa3")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: tiny versions of the cases on kvattn's CPU backend (checks the plumbing)")
+    p.add_argument("--dry-peers", action="store_true",
+                   help="with --dry-run: run the peers' wrappers on the CPU too (FA2 emulated, SDPA math, eager flex)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--fi-prebuild", default="", help=argparse.SUPPRESS)  # internal: JIT-build FlashInfer modules
     return p.parse_args(argv)
@@ -509,7 +511,7 @@ def main(argv=None):
         if name not in wanted:
             sysinfo[name] = {"available": False, "reason": "not selected (--systems)"}
             return
-        if not cuda and name != "kvattn":
+        if not cuda and name != "kvattn" and not (args.dry_peers and name in ("fa2", "fa2-varlen", "cudnn", "flex")):
             sysinfo[name] = {"available": False, "reason": "no CUDA device (dry run)"}
             return
         try:
@@ -529,10 +531,11 @@ def main(argv=None):
             pass
         if cuda and not sysinfo["kvattn"].get("cuda_available", True):
             log("  kvattn: the loaded library has no CUDA backend (built without nvcc?)")
-    add("fa2", lambda: cs.FA2(torch))
-    add("fa2-varlen", lambda: cs.FA2Varlen(torch))
-    add("cudnn", lambda: cs.CuDNN(torch))
-    add("flex", lambda: cs.Flex(torch, args.flex_budget))
+    emu = cs.fa2_emulation(torch) if not cuda else None
+    add("fa2", lambda: cs.FA2(torch, op=emu))
+    add("fa2-varlen", lambda: cs.FA2Varlen(torch, op=emu))
+    add("cudnn", lambda: cs.CuDNN(torch, cpu_math=not cuda))
+    add("flex", lambda: cs.Flex(torch, args.flex_budget, compiled=cuda))
 
     # FlashInfer: import here (cheap); its JIT builds run in a subprocess while the others are timed
     prebuild = None

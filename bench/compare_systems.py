@@ -66,9 +66,9 @@ class FA2:
     """Dense [B, S, H, D] when the batch is uniform and the cache contiguous (as a cache user would call it)."""
     name = "fa2"
 
-    def __init__(self, torch):
+    def __init__(self, torch, op=None):
         self.torch = torch
-        self.op = torch.ops.aten._flash_attention_forward
+        self.op = op or torch.ops.aten._flash_attention_forward
 
     def prepare(self, inp):
         c = inp.case
@@ -92,9 +92,9 @@ class FA2Varlen:
     """Varlen: packed queries and packed keys (cu_seqlens); the KV is a packed copy of the cache (not timed)."""
     name = "fa2-varlen"
 
-    def __init__(self, torch):
+    def __init__(self, torch, op=None):
         self.torch = torch
-        self.op = torch.ops.aten._flash_attention_forward
+        self.op = op or torch.ops.aten._flash_attention_forward
 
     def prepare(self, inp):
         c = inp.case
@@ -107,6 +107,10 @@ class FA2Varlen:
             k, v = kvs[r]
             return self.op(inp.q[r], k, v, inp.cu_q, inp.cu_T, inp.max_q, max_T, 0.0, c["causal"], False,
                            scale=inp.scale)[0]
+        if c["workload"] != "prefill":
+            run.note = "reads a packed copy of the KV (cache gathered, not timed)"
+            if c.get("shared_prefix"):
+                run.note += "; the shared prefix is duplicated per sequence"
         return run
 
 
@@ -115,10 +119,11 @@ class FA2Varlen:
 class CuDNN:
     name = "cudnn"
 
-    def __init__(self, torch):
+    def __init__(self, torch, cpu_math=False):
         self.torch = torch
+        import contextlib
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        self.ctx = lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION])
+        self.ctx = (lambda: sdpa_kernel([SDPBackend.CUDNN_ATTENTION])) if not cpu_math else contextlib.nullcontext
         self.F = torch.nn.functional
 
     def prepare(self, inp):
@@ -151,7 +156,8 @@ class CuDNN:
         run = make(False)
         try:
             run(0)
-            torch.cuda.synchronize()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
             if G == 1 or c["workload"] != "prefill":
                 raise Unsupported(f"cuDNN SDPA refused: {_short(e)}")
@@ -167,7 +173,7 @@ class CuDNN:
 class Flex:
     name = "flex"
 
-    def __init__(self, torch, budget_s):
+    def __init__(self, torch, budget_s, compiled=True):
         self.torch = torch
         import torch._dynamo
         from torch.nn.attention import flex_attention as fa
@@ -179,7 +185,7 @@ class Flex:
             torch._dynamo.config.accumulated_cache_size_limit = 4096
         if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
             torch._dynamo.config.accumulated_recompile_limit = 4096
-        self.flex = torch.compile(fa.flex_attention, dynamic=False)
+        self.flex = torch.compile(fa.flex_attention, dynamic=False) if compiled else fa.flex_attention
         self.budget_s = budget_s
         self.spent_s = 0.0
 
@@ -188,8 +194,11 @@ class Flex:
         if self.spent_s > self.budget_s:
             raise Unsupported(f"compile budget spent ({self.spent_s:.0f} s > --flex-budget {self.budget_s} s)")
         G = inp.H // inp.Hk
+        copy_note = None
         if c["workload"] != "prefill" and inp.page != "contig":
-            return self._paged(inp)
+            if c["workload"] in ("decode", "shared"):
+                return self._paged(inp)
+            copy_note = "KV gathered into a contiguous copy (not timed): no paged path wired for this case"
         if inp.uniform_q and inp.uniform_T:
             B, nq, T = inp.B, inp.n_q[0], inp.T[0]
             kvs = [inp.dense_kv(r) for r in range(inp.rot)]
@@ -207,6 +216,7 @@ class Flex:
                 o = self.flex(q, k.transpose(1, 2), v.transpose(1, 2), block_mask=bm, scale=inp.scale,
                               enable_gqa=G > 1)
                 return o.transpose(1, 2).reshape(inp.total_q, inp.H, inp.D)
+            run.note = copy_note
             return run
         # ragged: one packed sequence with a document mask (bottom-right causal inside each document)
         kvs = [inp.packed_kv(r) for r in range(inp.rot)]
@@ -232,6 +242,7 @@ class Flex:
             o = self.flex(inp.q[r].transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
                           block_mask=bm, scale=inp.scale, enable_gqa=G > 1)
             return o[0].transpose(0, 1)
+        run.note = "one packed sequence, document mask" + (("; " + copy_note) if copy_note else "")
         return run
 
     def _paged(self, inp):
@@ -353,6 +364,30 @@ class FlashInfer:
             return w.run(inp.q[r], (inp.k_cache[r], inp.v_cache[r]), out=outs[r])
         run.note = note
         return run
+
+
+def fa2_emulation(torch):
+    """A CPU stand-in for aten._flash_attention_forward (dry runs only): dense [B, S, H, D] or varlen with
+    cu_seqlens, GQA, causal aligned bottom-right as FlashAttention-2 does. Returns (out,)."""
+    def op(q, k, v, cu_q, cu_k, max_q, max_k, dropout_p, causal, debug, scale=None):
+        if cu_q is None:
+            return (torch.stack([op(q[b], k[b], v[b], torch.tensor([0, q.shape[1]]), torch.tensor([0, k.shape[1]]),
+                                    0, 0, 0.0, causal, False, scale=scale)[0] for b in range(q.shape[0])]),)
+        outs = []
+        for b in range(len(cu_q) - 1):
+            qb = q[int(cu_q[b]):int(cu_q[b + 1])].float()
+            kb = k[int(cu_k[b]):int(cu_k[b + 1])].float()
+            vb = v[int(cu_k[b]):int(cu_k[b + 1])].float()
+            G = qb.shape[1] // kb.shape[1]
+            kb, vb = kb.repeat_interleave(G, 1), vb.repeat_interleave(G, 1)
+            s = torch.einsum("qhd,khd->hqk", qb, kb) * scale
+            if causal:
+                nq, T = qb.shape[0], kb.shape[0]
+                m = torch.arange(T)[None, :] > (torch.arange(nq)[:, None] + T - nq)
+                s = s.masked_fill(m[None], float("-inf"))
+            outs.append(torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), vb).to(q.dtype))
+        return (torch.cat(outs),)
+    return op
 
 
 def _cumsum(xs):

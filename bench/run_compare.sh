@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# bench/run_compare.sh — on the H200 machine: install the carried FlashInfer wheels, build kvattn (CUDA), run
+# bench/compare.py with its outputs in $OUT. Extra arguments go to compare.py (e.g. --quick, --workloads decode).
+#
+# Device call (the `run` tool), from the repository root:
+#   command: bash bench/run_compare.sh        carry: [".whl", ".fiaot"]        timeout_s: 600
+# .whl   the wheels (flashinfer-python 0.6.3 py3-none-any, apache-tvm-ffi 0.1.15.post2 cp312); the other pure-Python
+#        needs of flashinfer (click, einops, ninja, numpy, nvidia-ml-py, packaging, requests, tabulate, torch, tqdm,
+#        typing-extensions) are already on the machine; nvidia-cutlass-dsl and nvidia-cudnn-frontend are only
+#        imported by paths compare.py does not use.
+# .fiaot FlashInfer modules prebuilt on the CPU machine (same nvcc 13.0, sm_90a) as <uri>/<uri>.so; copied into
+#        flashinfer's AOT folder so they load without a JIT build. Anything missing is JIT-built on the device by
+#        compare.py's background prebuild, within --flashinfer-jit-budget seconds.
+# Both folders are ignored through .git/info/exclude. Without them, FlashInfer is listed as unavailable.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-compare-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; then
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    if [ -d .fiaot ]; then
+      mkdir -p /tmp/site/flashinfer/data/aot && cp -r .fiaot/. /tmp/site/flashinfer/data/aot/
+      echo "flashinfer: prebuilt modules: $(ls .fiaot | wc -l)"
+    fi
+  else
+    echo "run_compare.sh: wheel install failed; FlashInfer will be listed as unavailable"
+  fi
+fi
+export FLASHINFER_WORKSPACE_BASE=${FLASHINFER_WORKSPACE_BASE:-/tmp/fiws}
+export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0a}
+export MAX_JOBS=${MAX_JOBS:-14}
+BUILD=${KVATTN_BUILD:-build}
+echo "building kvattn ($BUILD) ..."
+if ! make BUILD="$BUILD" lib -j16 > "$OUT/build.log" 2>&1; then
+  echo "run_compare.sh: kvattn build failed (see build.log):"
+  tail -30 "$OUT/build.log"
+fi
+export KVATTN_LIBRARY=$PWD/$BUILD/libkvattn.so
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null || true
+python3 bench/compare.py --out "$OUT" "$@" 2>&1 | tee "$OUT/compare.log"
