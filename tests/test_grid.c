@@ -322,8 +322,8 @@ static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
 int main(void) {
     kvt_init("test_grid");
     const int quick = kvt_quick();
-    const int n_cases = quick ? 60 : 260;
-    const int64_t budget = quick ? 3000000 : 30000000; /* multiply-adds of one case's QK^T */
+    const int n_cases = quick ? 100 : 500;
+    const int64_t budget = quick ? 3000000 : 40000000; /* multiply-adds of one case's QK^T */
     const int cuda = kvattn_backend_available(KVATTN_BACKEND_CUDA);
     if (!cuda) printf("CUDA: skipped (no GPU)\n");
     int done = 0, cuda_skipped = 0;

@@ -421,14 +421,16 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
             if (!untouched_bad++) first_bad = e;
         }
     if (untouched_bad)
-        kvt_failf("out: %zu elements outside the output rows were written (first at element %zu)", untouched_bad, first_bad);
+        kvt_failf("out: %zu elements %s were written (first at element %zu)", untouched_bad,
+                  nothing_written ? "(by a call that must change nothing)" : "outside the output rows", first_bad);
     untouched_bad = 0;
     for (size_t e = 0; got_lse && e < n_lse; e++)
         if (!covl[e] && !is_poison((const unsigned char *)(got_lse + e), 4)) {
             if (!untouched_bad++) first_bad = e;
         }
     if (untouched_bad)
-        kvt_failf("lse: %zu elements outside the rows were written (first at element %zu)", untouched_bad, first_bad);
+        kvt_failf("lse: %zu elements %s were written (first at element %zu)", untouched_bad,
+                  nothing_written ? "(by a call that must change nothing)" : "outside the rows", first_bad);
     free(cov);
     free(covl);
 }
