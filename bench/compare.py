@@ -75,9 +75,12 @@ def parse_args(argv=None):
     p.add_argument("--time-ms", type=float, default=120.0, help="timed samples per system and case (ms total)")
     p.add_argument("--no-graph", action="store_true", help="time eager calls only (no CUDA-graph replays)")
     p.add_argument("--flex-budget", type=float, default=90.0, help="seconds of FlexAttention compiles, then skip")
-    p.add_argument("--flashinfer-jit-budget", type=float, default=300.0,
+    p.add_argument("--flashinfer-jit-budget", type=float, default=240.0,
                    help="seconds for FlashInfer's JIT builds (in a subprocess, overlapped with the other runs)")
     p.add_argument("--flashinfer-prefill-backend", default="auto", help="auto, fa2 or fa3")
+    p.add_argument("--time-budget", type=float, default=0.0,
+                   help="seconds for the whole run (0: none); past it the remaining cases are skipped, and the "
+                        "outputs are still written (run_compare.sh sets it to fit the device's 10-minute limit)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: tiny versions of the cases on kvattn's CPU backend (checks the plumbing)")
     p.add_argument("--dry-peers", action="store_true",
@@ -281,20 +284,26 @@ def fi_prebuild_main(args):
     except Exception as e:  # noqa: BLE001
         print("FAILED import", short(e), flush=True)
         return 1
+    backends = [args.flashinfer_prefill_backend]
+    if backends[0] == "auto":
+        backends.append("fa2")  # if the auto choice (fa3 on Hopper) fails to build or run, FlashInfer's FA2 path
     for key in keys:
         t = time.time()
-        try:
-            case = tiny_case_for(key)
-            inp = cc.Inputs(case, "cuda", 1, 0)
-            run = fi.prepare(inp)
-            run(0)
-            if key[0] == "prefill":  # the ragged prefill path too (same module)
-                pc = cc.prefill_case(64, key[1], total=128)
-                fi.prepare(cc.Inputs(pc, "cuda", 1, 0))(0)
-            torch.cuda.synchronize()
-            print("READY", json.dumps(list(key)), round(time.time() - t, 1), flush=True)
-        except Exception as e:  # noqa: BLE001
-            print("FAILED", json.dumps(list(key)), short(e, 500), flush=True)
+        for backend in backends:
+            fi.prefill_backend = backend
+            try:
+                case = tiny_case_for(key)
+                inp = cc.Inputs(case, "cuda", 1, 0)
+                run = fi.prepare(inp)
+                run(0)
+                if key[0] == "prefill":  # the ragged prefill path too (same module)
+                    pc = cc.prefill_case(64, key[1], total=128)
+                    fi.prepare(cc.Inputs(pc, "cuda", 1, 0))(0)
+                torch.cuda.synchronize()
+                print("READY", json.dumps(list(key) + [backend], separators=(",", ":")), round(time.time() - t, 1), flush=True)
+                break
+            except Exception as e:  # noqa: BLE001
+                print("FAILED", json.dumps(list(key) + [backend], separators=(",", ":")), short(e, 500), flush=True)
     return 0
 
 
@@ -302,7 +311,7 @@ class Prebuild:
     """Runs fi_prebuild_main in a subprocess, in parallel with the other systems' runs."""
 
     def __init__(self, keys, args):
-        self.ready, self.failed, self.lines = set(), {}, []
+        self.ready, self.failed, self.lines = {}, {}, []
         self.deadline = time.time() + args.flashinfer_jit_budget
         env = dict(os.environ)
         env.setdefault("MAX_JOBS", str(max(1, (os.cpu_count() or 4) - 2)))
@@ -333,9 +342,9 @@ class Prebuild:
             self.lines.append(line)
             if line.startswith("READY "):
                 parts = line.split(" ", 2)
-                key = tuple(json.loads(parts[1]))
-                self.ready.add(key)
-                log(f"  [flashinfer JIT] ready {key[0]} D={key[1]} ({parts[2].split()[-1]} s)")
+                kind, d, backend = json.loads(parts[1])
+                self.ready[(kind, d)] = backend
+                log(f"  [flashinfer JIT] ready {kind} D={d} backend={backend} ({parts[2].split()[-1]} s)")
             elif line.startswith("FAILED "):
                 parts = line.split(" ", 2)
                 self.failed[parts[1]] = parts[2] if len(parts) > 2 else ""
@@ -374,9 +383,16 @@ def metrics(res, floors, ceil):
 
 def run_system(sysobj, inp, timer, kv_out, floors, ceil, torch):
     """Prepare, check against kvattn's output, time. Returns the result dict."""
-    name = sysobj.name
-    res = {"status": "ok"}
     t0 = time.time()
+    try:
+        return _run_system(sysobj, inp, timer, kv_out, floors, ceil, torch, t0)
+    finally:
+        if isinstance(sysobj, cs.Flex):
+            sysobj.spent_s += time.time() - t0
+
+
+def _run_system(sysobj, inp, timer, kv_out, floors, ceil, torch, t0):
+    res = {"status": "ok"}
     try:
         run = sysobj.prepare(inp)
     except cs.Unsupported as e:
@@ -406,8 +422,6 @@ def run_system(sysobj, inp, timer, kv_out, floors, ceil, torch):
     if gerr:
         res["graph_error"] = gerr
     metrics(res, floors, ceil)
-    if isinstance(sysobj, cs.Flex):
-        sysobj.spent_s += time.time() - t0
     return res
 
 
@@ -442,7 +456,7 @@ def run_kvattn(kv, inp, timer, torch, floors, ceil, do_time=True):
 
 # ---- table ---------------------------------------------------------------------------------------------------
 
-def fmt_row(case, sysname, r, kv_time):
+def fmt_row(case, sysname, r, kv_time):  # noqa: ARG001
     if r.get("status") != "ok":
         return f"  {sysname:<11} {r.get('status', '?'):<11} {r.get('reason', '')[:150]}"
     ratio = (r["time_ms"] / kv_time) if kv_time else float("nan")
@@ -539,7 +553,6 @@ def main(argv=None):
 
     # FlashInfer: import here (cheap); its JIT builds run in a subprocess while the others are timed
     prebuild = None
-    fi_ready = None
     if "flashinfer" in wanted and cuda:
         try:
             import flashinfer  # noqa: F401
@@ -570,7 +583,25 @@ def main(argv=None):
 
     rot_bytes = args.rot_mb * 1e6 if cuda else 0
     order = ["fa2", "fa2-varlen", "cudnn", "flex"]
+    budget_end = t_start + args.time_budget if args.time_budget > 0 else float("inf")
+    # the FlashInfer pass needs time too: leave it a share of the budget
+    main_end = budget_end - (0.25 * args.time_budget if prebuild is not None else 0)
+    doc = {"meta": meta, "ceilings": ceil, "systems": sysinfo, "cases": cases}
+    json_path = os.path.join(args.out, "compare.json")
+
+    def save():
+        meta["wall_s"] = round(time.time() - t_start, 1)
+        try:
+            with open(json_path + ".tmp", "w") as f:
+                json.dump(doc, f, indent=1, default=str)
+            os.replace(json_path + ".tmp", json_path)
+        except Exception as e:  # noqa: BLE001
+            log("writing compare.json failed: " + short(e))
+
     for i, c in enumerate(cases):
+        if time.time() > main_end:
+            c["error"] = "skipped: --time-budget spent"
+            continue
         seed = args.seed + 7919 * i
         try:
             inp = cc.Inputs(c, device, seed, rot_bytes)
@@ -595,16 +626,19 @@ def main(argv=None):
         if cuda:
             torch.cuda.empty_cache()
         log(f"[{i + 1}/{len(cases)}] " + case_table(c))
+        save()
 
     # FlashInfer pass: same inputs (same seeds), kvattn re-run once for the check
     if prebuild is not None:
         log("waiting for FlashInfer's JIT builds ...")
+        prebuild.deadline = min(prebuild.deadline, budget_end - 0.2 * args.time_budget) \
+            if args.time_budget > 0 else prebuild.deadline
         tail = prebuild.finish()
-        sysinfo["flashinfer"]["jit_ready"] = sorted(prebuild.ready)
+        sysinfo["flashinfer"]["jit_ready"] = {f"{k[0]} D{k[1]}": b for k, b in prebuild.ready.items()}
         sysinfo["flashinfer"]["jit_failed"] = prebuild.failed
         sysinfo["flashinfer"]["jit_log_tail"] = tail
         try:
-            systems["flashinfer"] = cs.FlashInfer(torch, device, ready=prebuild.ready,
+            systems["flashinfer"] = cs.FlashInfer(torch, device, ready=prebuild.ready, failed=prebuild.failed,
                                                   prefill_backend=args.flashinfer_prefill_backend)
         except Exception as e:  # noqa: BLE001
             sysinfo["flashinfer"].update(available=False, reason=short(e))
@@ -613,6 +647,9 @@ def main(argv=None):
                 c["results"]["flashinfer"] = {"status": "unavailable", "reason": sysinfo["flashinfer"]["reason"]}
                 continue
             if "error" in c:
+                continue
+            if time.time() > budget_end - 15:
+                c["results"]["flashinfer"] = {"status": "skipped", "reason": "--time-budget spent"}
                 continue
             seed = args.seed + 7919 * i
             try:
@@ -628,22 +665,20 @@ def main(argv=None):
                 c["results"]["flashinfer"] = {"status": "error", "reason": short(e)}
             log(f"  {c['name']}:\n" + fmt_row(c, "flashinfer", c["results"]["flashinfer"],
                                               c["results"].get("kvattn", {}).get("time_ms")))
+            save()
     elif "flashinfer" in wanted:
         for c in cases:
             c["results"]["flashinfer"] = {"status": "unavailable",
                                           "reason": sysinfo.get("flashinfer", {}).get("reason")}
 
-    if cuda:
+    if cuda and time.time() < budget_end - 10:
         try:
             ceil["read_tbps_end"] = ceilings(torch, False)["read_tbps"]
         except Exception as e:  # noqa: BLE001
             ceil["read_tbps_end"] = None
             log("read ceiling (end) failed: " + short(e))
-    meta["wall_s"] = round(time.time() - t_start, 1)
-    doc = {"meta": meta, "ceilings": ceil, "systems": sysinfo, "cases": cases}
-    path = os.path.join(args.out, "compare.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
+    save()
+    path = json_path
     text = summary(doc)
     with open(os.path.join(args.out, "table.txt"), "w") as f:
         f.write(text + "\n")

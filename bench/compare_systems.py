@@ -2,9 +2,6 @@
 # Each system's prepare(inp) returns a callable run(r) -> out [total_q, H, D] (the packed query order) for
 # rotation r, or raises Unsupported(reason) when it cannot run that case. Anything else it raises is an
 # error of that system for that case; compare.py records it and goes on.
-import math
-
-
 class Unsupported(Exception):
     pass
 
@@ -98,8 +95,8 @@ class FA2Varlen:
 
     def prepare(self, inp):
         c = inp.case
-        if c["workload"] == "decode" and inp.page == "contig":
-            raise Unsupported("same kernel as fa2 for a uniform decode batch")
+        if c["workload"] == "decode":
+            raise Unsupported("decode: see fa2 (contiguous cache); aten FA2 has no paged cache to read in place")
         kvs = [inp.packed_kv(r) for r in range(inp.rot)]
         max_T = max(inp.T)
 
@@ -295,13 +292,15 @@ class Flex:
 class FlashInfer:
     name = "flashinfer"
 
-    def __init__(self, torch, device, ready=None, prefill_backend="auto"):
+    def __init__(self, torch, device, ready=None, prefill_backend="auto", failed=None):
         self.torch = torch
         import flashinfer
         self.fi = flashinfer
         self.version = getattr(flashinfer, "__version__", "?")
         self.ws = torch.empty(256 << 20, dtype=torch.uint8, device=device)
-        self.ready = ready  # None: build anything at first use; else the set of module keys prebuilt
+        # ready: None = build anything at first use; else {module key: backend} of the modules prebuilt
+        self.ready = ready
+        self.failed = failed or {}
         self.prefill_backend = prefill_backend
 
     @staticmethod
@@ -312,25 +311,36 @@ class FlashInfer:
             return [("decode-tc" if H // Hk >= 4 else "decode", D)]
         return [("prefill", D)]
 
-    def _check_ready(self, case):
+    def _backend(self, case):
+        """The backend for this case's module: the one its prebuild succeeded with (auto, or fa2 after a
+        failed fa3 build); raises Unsupported when the module was not built in time."""
         if self.ready is None:
-            return
+            return self.prefill_backend
+        backend = self.prefill_backend
         for key in self.module_keys(case):
             if tuple(key) not in self.ready:
+                why = [f"{k}: {v[:200]}" for k, v in self.failed.items()
+                       if k == "import" or k.startswith(f'["{key[0]}",{key[1]},')]
+                if why:
+                    raise Unsupported(f"JIT module {key[0]} D={key[1]} failed: " + " | ".join(why))
                 raise Unsupported(f"JIT module {key[0]} D={key[1]} not compiled within --flashinfer-jit-budget")
+            backend = self.ready[tuple(key)]
+        return backend
 
     def prepare(self, inp):
         fi, torch, c = self.fi, self.torch, inp.case
-        self._check_ready(c)
+        backend = self._backend(c)
         dev, bf = inp.device, inp.dtype
         if c["workload"] == "prefill":
-            w = fi.BatchPrefillWithRaggedKVCacheWrapper(self.ws, "NHD", backend=self.prefill_backend)
+            w = fi.BatchPrefillWithRaggedKVCacheWrapper(self.ws, "NHD", backend=backend)
             w.plan(inp.cu_q, inp.cu_q, inp.H, inp.Hk, inp.D, causal=True, sm_scale=inp.scale, q_data_type=bf,
                    kv_data_type=bf)
             outs = [torch.empty(inp.total_q, inp.H, inp.D, device=dev, dtype=bf) for _ in range(inp.rot)]
 
             def run(r):
                 return w.run(inp.q[r], inp.k[r], inp.v[r], out=outs[r])
+            if backend != "auto":
+                run.note = f"{backend} backend"
             return run
         # paged (the same pool and page table as kvattn); a contiguous cache is a pool of B pages of C tokens
         if inp.page == "contig":
@@ -350,15 +360,19 @@ class FlashInfer:
         outs = [torch.empty(inp.total_q, inp.H, inp.D, device=dev, dtype=bf) for _ in range(inp.rot)]
         if c["workload"] in ("decode", "shared") and inp.uniform_q and inp.n_q[0] == 1:
             tc = inp.H // inp.Hk >= 4
-            w = fi.BatchDecodeWithPagedKVCacheWrapper(self.ws, "NHD", use_tensor_cores=tc)
+            w = fi.BatchDecodeWithPagedKVCacheWrapper(self.ws, "NHD", use_tensor_cores=tc, backend=backend)
             w.plan(indptr, indices, last, inp.H, inp.Hk, inp.D, ps, pos_encoding_mode="NONE", q_data_type=bf,
                    kv_data_type=bf, sm_scale=inp.scale)
             note = ((note + "; ") if note else "") + ("tensor-core decode" if tc else "CUDA-core decode")
+            if tc and backend != "auto":
+                note += f" ({backend})"
         else:
-            w = fi.BatchPrefillWithPagedKVCacheWrapper(self.ws, "NHD", backend=self.prefill_backend)
+            w = fi.BatchPrefillWithPagedKVCacheWrapper(self.ws, "NHD", backend=backend)
             w.plan(inp.cu_q, indptr, indices, last, inp.H, inp.Hk, inp.D, ps, causal=c["causal"],
                    sm_scale=inp.scale, q_data_type=bf, kv_data_type=bf)
             note = ((note + "; ") if note else "") + "attention only (no cache append)"
+            if backend != "auto":
+                note += f"; {backend} backend"
 
         def run(r):
             return w.run(inp.q[r], (inp.k_cache[r], inp.v_cache[r]), out=outs[r])

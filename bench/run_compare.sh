@@ -39,5 +39,8 @@ if ! make BUILD="$BUILD" lib -j16 > "$OUT/build.log" 2>&1; then
 fi
 export KVATTN_LIBRARY=$PWD/$BUILD/libkvattn.so
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+# the device runs one command for at most 600 s: leave compare.py what the install and build left of 560 s
+BUDGET=$(( ${COMPARE_BUDGET_S:-560} - SECONDS ))
+echo "compare.py time budget: ${BUDGET} s"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null || true
-python3 bench/compare.py --out "$OUT" "$@" 2>&1 | tee "$OUT/compare.log"
+python3 bench/compare.py --out "$OUT" --time-budget "$BUDGET" "$@" 2>&1 | tee "$OUT/compare.log"
