@@ -2,8 +2,9 @@
 # run_python.sh — runs the Python package's tests (tests/python) with pytest when python3 has numpy and pytest,
 # and ends with one line "python: N passed, M failed, K skipped" that .ci/run can sum. Torch and CUDA tests
 # skip themselves (with the reason) where torch, a GPU or a CUDA-built libkvattn is missing.
-#   KVATTN_LIBRARY  the libkvattn.so to test (default: build/libkvattn.so of this checkout); `make test-python`
-#                   sets it to the library it just built. PYTHON picks the interpreter (default python3).
+#   KVATTN_LIBRARY  the libkvattn.so to test (default: build/libkvattn.so of this checkout, built with `make lib`
+#                   if missing); `make test-python` sets it to the library it just built.
+#   PYTHON          the interpreter (default python3). Extra arguments go to pytest (e.g. -k cuda, -x).
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,9 +14,12 @@ if ! "$PY" -c "import numpy, pytest" >/dev/null 2>&1; then
 fi
 if [ -z "${KVATTN_LIBRARY:-}" ]; then
     if [ ! -f build/libkvattn.so ]; then
-        echo "python tests: build/libkvattn.so missing; run 'make lib' first (or set KVATTN_LIBRARY)"
-        echo "python: 0 passed, 1 failed, 0 skipped"
-        exit 1
+        echo "python tests: build/libkvattn.so missing, running 'make lib'"
+        if ! make lib >/dev/null; then
+            echo "python tests: 'make lib' failed"
+            echo "python: 0 passed, 1 failed, 0 skipped"
+            exit 1
+        fi
     fi
     export KVATTN_LIBRARY="$PWD/build/libkvattn.so"
 fi

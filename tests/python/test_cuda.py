@@ -97,11 +97,13 @@ def test_decode_step_in_cuda_graph(kvattn, torch):
 def test_capture_never_allocates_workspace(kvattn, torch):
     be = TorchBackend("cuda")
     dev = torch.cuda.current_device()
-    kvattn._cuda._workspaces.pop(dev, None)  # start from no cached workspace
     q = torch.randn(2, 1, 4, 64, dtype=torch.float16, device="cuda")
     kc = torch.randn(2, 32, 2, 64, dtype=torch.float16, device="cuda")
     vc = torch.randn_like(kc)
     sl = be.index([3, 9])
+    kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)  # eager: initializes the library's CUDA state
+    torch.cuda.synchronize()
+    kvattn._cuda._workspaces.pop(dev, None)  # then start the capture with no cached workspace
     g = torch.cuda.CUDAGraph()
     with pytest.raises(kvattn.KvattnError) as info:
         with torch.cuda.graph(g):

@@ -62,6 +62,7 @@ def test_generation_loop(kvattn, backend, page_size):
     """Inflight batching: each step has decoding sequences, a new prompt or a few speculative tokens; a
     finished sequence frees its pages and a new prompt takes its slot. Every step is checked."""
     dtype = "float16"
+    tol = 4e-3 if backend.name == "torch-cuda" else 2e-3
     H, Hk, D = 4, 2, 32
     rng = np.random.default_rng(page_size)
     c = make_cache(kvattn, backend, num_pages=200 // page_size + 40, page_size=page_size, Hk=Hk, D=D, dtype=dtype)
@@ -100,8 +101,8 @@ def test_generation_loop(kvattn, backend, page_size):
             o, l, ak, av = reference.sequence(q64[lo:hi], np.concatenate([K, np.zeros((n_new[b], Hk, D))]),
                                               np.concatenate([V, np.zeros((n_new[b], Hk, D))]), K.shape[0], 0,
                                               k64[lo:hi], v64[lo:hi], causal=True)
-            np.testing.assert_allclose(got[lo:hi], o, atol=2e-3, rtol=2e-3, err_msg=f"step {step} seq {s}")
-            np.testing.assert_allclose(got_lse[:, lo:hi], l, atol=3e-3, rtol=3e-3)
+            np.testing.assert_allclose(got[lo:hi], o, atol=tol, rtol=tol, err_msg=f"step {step} seq {s}")
+            np.testing.assert_allclose(got_lse[:, lo:hi], l, atol=2 * tol, rtol=2 * tol)
             hist[s] = (np.concatenate([K, ak]), np.concatenate([V, av]))
         # the whole cache of every live sequence, read back through its pages
         bt_np = backend.to64(bt).astype(int)
