@@ -562,7 +562,7 @@ def main(argv=None):
                     if tuple(k) not in keys:
                         keys.append(tuple(k))
             # the headline shapes first
-            keys.sort(key=lambda k: (k[1] != 128, k[0] != "decode-tc", k[0] != "prefill"))
+            keys.sort(key=lambda k: (k[1] != 128, k[0] == "decode", k[1]))
             log(f"  flashinfer {flashinfer.__version__}: building {len(keys)} JIT modules in the background "
                 f"(budget {args.flashinfer_jit_budget:.0f} s): {keys}")
             prebuild = Prebuild(keys, args)

@@ -96,8 +96,11 @@ def select_cases(args):
             dims = _parse_list(args.dims, int) if args.dims else ([64, 128, 256] if args.decode_full else [128])
             grid = [(b, l, p, h, hk, d) for (h, hk) in heads for d in dims for p in pages for (b, l) in bls]
         else:
-            # default: the full B x L x page grid at the headline shape, and a cross of head dims and MHA
-            grid = [(b, l, p, 32, 8, 128) for p in DECODE_PAGES for (b, l) in DECODE_BL]
+            # default: the full B x L x page grid at the headline shape (the issue-3 target shapes first, layouts
+            # interleaved, so that budgeted peers such as FlexAttention's compiles cover the most telling cases),
+            # then a cross of head dims and MHA
+            order = [(64, 4096), (8, 8192), (1, 32768), (256, 1024), (64, 16384), (128, 2048)]
+            grid = [(b, l, p, 32, 8, 128) for (b, l) in order for p in DECODE_PAGES]
             for d in (64, 256):
                 grid += [(b, l, p, 32, 8, d) for p in ("contig", 16) for (b, l) in ((8, 8192), (64, 4096))]
             grid += [(b, l, p, 32, 32, 128) for p in ("contig", 16) for (b, l) in ((8, 8192), (64, 4096))]
