@@ -424,7 +424,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "demo: kvattn_workspace_size: %s\n", kvattn_last_error());
                 return 1;
             }
-            if (need > workspace_bytes) {
+            if (need > workspace_bytes || !workspace) {
                 dev_free(workspace);
                 workspace_bytes = need + need / 4;
                 workspace = dev_alloc(workspace_bytes);
