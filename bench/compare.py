@@ -74,7 +74,7 @@ def parse_args(argv=None):
     p.add_argument("--min-batch-ms", type=float, default=1.0, help="each timed sample covers at least this long")
     p.add_argument("--time-ms", type=float, default=120.0, help="timed samples per system and case (ms total)")
     p.add_argument("--no-graph", action="store_true", help="time eager calls only (no CUDA-graph replays)")
-    p.add_argument("--flex-budget", type=float, default=90.0, help="seconds of FlexAttention compiles, then skip")
+    p.add_argument("--flex-budget", type=float, default=120.0, help="seconds of FlexAttention compiles, then skip")
     p.add_argument("--flashinfer-jit-budget", type=float, default=240.0,
                    help="seconds for FlashInfer's JIT builds (in a subprocess, overlapped with the other runs)")
     p.add_argument("--flashinfer-prefill-backend", default="auto", help="auto, fa2 or fa3")
@@ -682,6 +682,11 @@ def main(argv=None):
     text = summary(doc)
     with open(os.path.join(args.out, "table.txt"), "w") as f:
         f.write(text + "\n")
+    try:
+        with open(os.path.join(args.out, "summary.md"), "w") as f:
+            f.write(markdown_summary(doc))
+    except Exception as e:  # noqa: BLE001
+        log("summary.md failed: " + short(e))
     if not args.no_plots:
         try:
             import plot_compare
@@ -695,6 +700,58 @@ def main(argv=None):
     if bad:
         log(f"{len(bad)} MISMATCH/unwritten results: " + "; ".join(f"{a}: {b}" for a, b in bad[:20]))
     return 0
+
+
+def markdown_summary(doc):
+    """summary.md: per-case kvattn vs its fastest peer, and where kvattn leads and trails (for docs/perf/)."""
+    ceil, meta = doc["ceilings"], doc["meta"]
+    out = [f"# kvattn vs peers — {meta.get('device', 'CPU dry run')}, {meta['date']}", ""]
+    vers = ", ".join(f"{n} {s.get('version') or ''}".strip() for n, s in doc["systems"].items() if s.get("available"))
+    out.append(f"torch {meta['torch']}, CUDA {meta.get('cuda')}, cuDNN {meta.get('cudnn')}; systems: {vers}.")
+    un = [f"{n} ({s.get('reason')})" for n, s in doc["systems"].items() if not s.get("available")]
+    if un:
+        out.append(f"Unavailable: {'; '.join(un)}.")
+    if ceil.get("read_tbps"):
+        out.append(f"Ceilings measured in the same run: read {ceil['read_tbps']:.2f} TB/s (sum of a 4 GiB bf16 "
+                   f"tensor), bf16 matmul {ceil['matmul_tflops']:.0f} TFLOP/s (8192^3).")
+    out.append(f"Command: `python3 bench/compare.py {' '.join(meta.get('argv', []))}` ({meta.get('wall_s')} s).")
+    out += ["", "| case | kvattn | of ceiling | fastest peer | peer time | kvattn speed-up | check |",
+            "|---|---|---|---|---|---|---|"]
+    leads, trails, bad = [], [], []
+    for c in doc["cases"]:
+        if "error" in c:
+            out.append(f"| {c['name']} | {c['error']} | | | | | |")
+            continue
+        res = c["results"]
+        kv = res.get("kvattn", {})
+        for n, r in res.items():
+            if r.get("check") not in (None, "ok"):
+                bad.append(f"{c['name']}: {n} {r.get('check')} (err {r.get('err_vs_kvattn', r.get('err_vs_ref'))})")
+        if not kv.get("time_ms"):
+            out.append(f"| {c['name']} | {kv.get('status')}: {kv.get('reason', '')[:80]} | | | | | |")
+            continue
+        bw = c["workload"] != "prefill"
+        perf = f"{kv['tbps']:.2f} TB/s" if bw else f"{kv['tflops']:.0f} TFLOP/s"
+        frac = kv.get("frac_read" if bw else "frac_matmul")
+        peers = [(r["time_ms"], n) for n, r in res.items() if n != "kvattn" and r.get("time_ms")]
+        chk = kv.get("check", "")
+        if peers:
+            t, n = min(peers)
+            sp = t / kv["time_ms"]
+            out.append(f"| {c['name']} | {kv['time_us']:.1f} µs, {perf} | {('%.0f%%' % (100 * frac)) if frac else '-'} "
+                       f"| {n} | {t * 1e3:.1f} µs | {sp:.2f}x | {chk} |")
+            (leads if sp >= 1.0 else trails).append(f"{c['name']}: {sp:.2f}x vs {n}")
+        else:
+            out.append(f"| {c['name']} | {kv['time_us']:.1f} µs, {perf} | {('%.0f%%' % (100 * frac)) if frac else '-'} "
+                       f"| none ran | | | {chk} |")
+    out += ["", f"**kvattn leads** ({len(leads)} cases, speed-up over the fastest peer that ran):", ""]
+    out += [f"- {x}" for x in leads] or ["- none"]
+    out += ["", f"**kvattn trails** ({len(trails)} cases):", ""]
+    out += [f"- {x}" for x in trails] or ["- none"]
+    out += ["", "**Checks that failed** (output vs kvattn's, or kvattn vs the fp32 reference):", ""]
+    out += [f"- {x}" for x in bad] or ["- none"]
+    out += ["", "Peers that could not run a case are listed with the reason in table.txt and compare.json."]
+    return "\n".join(out) + "\n"
 
 
 def summary(doc):

@@ -83,9 +83,16 @@ def prefill_case(L, D, total=16384, H=32, Hk=8):
 
 
 def select_cases(args):
-    """The case list for the command-line arguments (see compare.py --help)."""
+    """The case list for the command-line arguments (see compare.py --help). The mixed steps come first, then
+    decode, then prefill, so that a run cut short by its time budget still has the most telling cases."""
     wl = set(args.workloads.split(","))
     cases = []
+    if "inflight" in wl:
+        cases.append(inflight_case(args.seed))
+    if "spec" in wl:
+        cases += [spec_case(page=p) for p in ((16,) if args.quick else (16, "contig"))]
+    if "shared" in wl:
+        cases.append(shared_prefix_case())
     if "decode" in wl:
         if args.quick:
             grid = [(8, 8192, p, 32, 8, 128) for p in ("contig", 16)] + [(64, 4096, 16, 32, 8, 128)]
@@ -105,21 +112,15 @@ def select_cases(args):
                 grid += [(b, l, p, 32, 8, d) for p in ("contig", 16) for (b, l) in ((8, 8192), (64, 4096))]
             grid += [(b, l, p, 32, 32, 128) for p in ("contig", 16) for (b, l) in ((8, 8192), (64, 4096))]
         cases += [decode_case(*g) for g in grid]
-    if "inflight" in wl:
-        cases.append(inflight_case(args.seed))
-    if "spec" in wl:
-        cases += [spec_case(page=p) for p in ((16,) if args.quick else (16, "contig"))]
     if "prefill" in wl:
         if args.quick:
             plist = [(1024, 128), (4096, 128)]
         else:
             lens = _parse_list(args.prefill_lens, int)
             dims = _parse_list(args.prefill_dims, int)
-            plist = [(l, d) for d in dims for l in lens]
+            plist = [(l, d) for d in sorted(dims, key=lambda d: (d != 128, d)) for l in lens]
         total = 4096 if args.quick else 16384
         cases += [prefill_case(l, d, total=total) for (l, d) in plist]
-    if "shared" in wl:
-        cases.append(shared_prefix_case())
     return cases
 
 
