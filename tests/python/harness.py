@@ -228,7 +228,6 @@ def _cache_view(be, x, dt, view):
 def call(kvattn, d, be, out=None):
     """Runs the case's function; returns (out, lse or None)."""
     c = d["case"]
-    B = c.B
     common = dict(softmax_scale=c.scale, causal=c.causal, window_size=c.window, softcap=c.softcap,
                   alibi_slopes=d.get("alibi"))
     ix = be.index

@@ -90,3 +90,22 @@ def test_varlen_func_dropout_is_rejected(kvattn):
     out, lse, probs = kvattn.flash_attn_varlen_func(q, q[:, :1].copy(), q[:, :1].copy(), cu, cu, 1, 1,
                                                     return_attn_probs=True)
     assert probs is None and lse.shape == (2, 1)
+
+
+def test_out_int_seqlens_and_batch_invariant(kvattn, backend):
+    """out= is written and returned; an int cache_seqlens equals the tensor; batch_invariant keeps values."""
+    import numpy as np
+
+    from harness import rounded
+
+    rng = np.random.default_rng(1)
+    dt = "float16"
+    q = backend.array(rounded(backend, rng.standard_normal((2, 3, 4, 32)), dt), dt)
+    kc64 = rounded(backend, rng.standard_normal((2, 20, 2, 32)), dt)
+    kc, vc = backend.array(kc64, dt), backend.array(kc64[::-1].copy(), dt)
+    out = backend.array(np.zeros((2, 3, 4, 32)), dt)
+    res = kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=11, causal=True, out=out)
+    assert res is out
+    ref = kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=backend.index([11, 11]), causal=True,
+                                         batch_invariant=True)
+    np.testing.assert_allclose(backend.to64(out), backend.to64(ref), atol=2e-3, rtol=2e-3)
