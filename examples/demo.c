@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
     g_cuda = !cfg.force_cpu && kvattn_backend_available(KVATTN_BACKEND_CUDA);
     const int backend = g_cuda ? KVATTN_BACKEND_CUDA : KVATTN_BACKEND_CPU;
     /* the CPU is much slower: a shorter stream keeps the run to seconds */
-    if (cfg.requests < 0) cfg.requests = g_cuda ? 1024 : 64;
+    if (cfg.requests < 0) cfg.requests = g_cuda ? 512 : 64;
     if (cfg.max_new < 0) cfg.max_new = g_cuda ? 256 : 64;
     if (cfg.arrival_gap < 0) cfg.arrival_gap = g_cuda ? 0.08 : 1.2;
     if (cfg.check_every < 0) cfg.check_every = g_cuda ? 50 : 10; /* the float64 reference runs on one core */
