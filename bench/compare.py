@@ -272,6 +272,8 @@ def tiny_case_for(key):
         return cc.decode_case(2, 64, 16, 32, 8, D)
     if kind == "decode":
         return cc.decode_case(2, 64, 16, 32, 32, D)
+    if kind == "cascade":
+        return cc.shared_prefix_case(page=16, B=2, prefix=32, own=16, D=D)
     return cc.spec_case(page=16, B=2, nq=4, L=64, D=D)
 
 
@@ -294,7 +296,7 @@ def fi_prebuild_main(args):
             try:
                 case = tiny_case_for(key)
                 inp = cc.Inputs(case, "cuda", 1, 0)
-                run = fi.prepare(inp)
+                run = cs.FlashInferCascade(fi).prepare(inp) if key[0] == "cascade" else fi.prepare(inp)
                 run(0)
                 if key[0] == "prefill":  # the ragged prefill path too (same module)
                     pc = cc.prefill_case(64, key[1], total=128)
@@ -458,13 +460,13 @@ def run_kvattn(kv, inp, timer, torch, floors, ceil, do_time=True):
 
 def fmt_row(case, sysname, r, kv_time):  # noqa: ARG001
     if r.get("status") != "ok":
-        return f"  {sysname:<11} {r.get('status', '?'):<11} {r.get('reason', '')[:150]}"
+        return f"  {sysname:<18} {r.get('status', '?'):<11} {r.get('reason', '')[:150]}"
     ratio = (r["time_ms"] / kv_time) if kv_time else float("nan")
     err = r.get("err_vs_kvattn", r.get("err_vs_ref"))
     chk = r.get("check", "")
     fr = r.get("frac_read")
     fm = r.get("frac_matmul")
-    s = (f"  {sysname:<11} {r['time_us']:>10.1f} us {r['tbps']:>6.2f} TB/s {('%5.1f%%' % (100 * fr)) if fr else '   - '}"
+    s = (f"  {sysname:<18} {r['time_us']:>10.1f} us {r['tbps']:>6.2f} TB/s {('%5.1f%%' % (100 * fr)) if fr else '   - '}"
          f" {r['tflops']:>7.1f} TF/s {('%5.1f%%' % (100 * fm)) if fm else '   - '}  x{ratio:>5.2f}"
          f"  {chk:<8} {('%.1e' % err) if err is not None else '-':>8}  {r.get('mode', '')}")
     if r.get("note"):
@@ -558,11 +560,11 @@ def main(argv=None):
             import flashinfer  # noqa: F401
             keys = []
             for c in cases:
-                for k in cs.FlashInfer.module_keys(c):
+                for k in cs.FlashInfer.module_keys(c) + cs.FlashInfer.extra_keys(c):
                     if tuple(k) not in keys:
                         keys.append(tuple(k))
             # the headline shapes first
-            keys.sort(key=lambda k: (k[1] != 128, k[0] == "decode", k[1]))
+            keys.sort(key=lambda k: (k[1] != 128, k[0] in ("decode", "cascade"), k[1]))
             log(f"  flashinfer {flashinfer.__version__}: building {len(keys)} JIT modules in the background "
                 f"(budget {args.flashinfer_jit_budget:.0f} s): {keys}")
             prebuild = Prebuild(keys, args)
@@ -659,6 +661,11 @@ def main(argv=None):
                     _, kv_out = run_kvattn(systems["kvattn"], inp, timer, torch, c["floors"], ceil, do_time=False)
                 c["results"]["flashinfer"] = run_system(systems["flashinfer"], inp, timer, kv_out, c["floors"],
                                                         ceil, torch)
+                if c.get("shared_prefix"):
+                    c["results"]["flashinfer-cascade"] = run_system(cs.FlashInferCascade(systems["flashinfer"]),
+                                                                    inp, timer, kv_out, c["floors"], ceil, torch)
+                    log(fmt_row(c, "fi-cascade", c["results"]["flashinfer-cascade"],
+                                c["results"].get("kvattn", {}).get("time_ms")))
                 del inp, kv_out
                 torch.cuda.empty_cache()
             except Exception as e:  # noqa: BLE001

@@ -307,9 +307,15 @@ class FlashInfer:
     def module_keys(case):
         """Keys naming the JIT modules one case needs (prebuilt in a subprocess; see compare.py)."""
         H, Hk, D = case["H"], case["Hk"], case["D"]
-        if case["workload"] in ("decode", "shared"):
+        if case["workload"] == "decode":
+            return [("decode-tc" if H // Hk >= 4 else "decode", D)]
+        if case["workload"] == "shared":  # the decode wrapper; the cascade (prefill kernels + merge) on its own
             return [("decode-tc" if H // Hk >= 4 else "decode", D)]
         return [("prefill", D)]
+
+    @staticmethod
+    def extra_keys(case):
+        return [("cascade", case["D"])] if case.get("shared_prefix") and case["page"] != "contig" else []
 
     def _backend(self, case):
         """The backend for this case's module: the one its prebuild succeeded with (auto, or fa2 after a
@@ -402,6 +408,49 @@ def fa2_emulation(torch):
             outs.append(torch.einsum("hqk,khd->qhd", torch.softmax(s, -1), vb).to(q.dtype))
         return (torch.cat(outs),)
     return op
+
+
+class FlashInferCascade:
+    """FlashInfer's two-level cascade for a shared prefix: level 0 attends all queries to the shared pages once,
+    level 1 each query to its own pages, then the states are merged (MultiLevelCascadeAttentionWrapper)."""
+    name = "flashinfer-cascade"
+
+    def __init__(self, fi_system):
+        self.base = fi_system
+
+    def prepare(self, inp):
+        base, torch, c = self.base, self.base.torch, inp.case
+        if not c.get("shared_prefix") or inp.page == "contig":
+            raise Unsupported("only for a shared prefix in a paged cache")
+        key = ("cascade", inp.D)
+        backend = base.prefill_backend
+        if base.ready is not None:
+            if key not in base.ready:
+                raise Unsupported(f"JIT modules of the cascade (prefill + merge) D={inp.D} not ready")
+            backend = base.ready[key]
+        if backend != "auto":
+            raise Unsupported(f"the cascade wrapper picks its own backend; the prebuild needed {backend}")
+        dev, ps = inp.device, inp.page_size
+        n_sh = c["shared_prefix"] // ps
+        rows = inp.block_rows
+        i32 = dict(device=dev, dtype=torch.int32)
+        shared = rows[0][:n_sh]
+        if any(r[:n_sh] != shared for r in rows):
+            raise Unsupported("the sequences do not share their first pages")
+        own = [r[n_sh:] for r in rows]
+        qo = [torch.tensor([0, inp.total_q], **i32), inp.cu_q]
+        kv_indptr = [torch.tensor([0, n_sh], **i32), torch.tensor([0] + _cumsum([len(o) for o in own]), **i32)]
+        kv_idx = [torch.tensor(shared, **i32), torch.tensor([p for o in own for p in o], **i32)]
+        last = [torch.tensor([ps], **i32),
+                torch.tensor([t - (len(r) - 1) * ps for t, r in zip(inp.T, rows)], **i32)]
+        w = base.fi.MultiLevelCascadeAttentionWrapper(2, base.ws, "NHD")
+        w.plan(qo, kv_indptr, kv_idx, last, inp.H, inp.Hk, inp.D, ps, causal=False, sm_scale=inp.scale,
+               q_data_type=inp.dtype, kv_data_type=inp.dtype)
+
+        def run(r):
+            return w.run(inp.q[r], (inp.k_cache[r], inp.v_cache[r]))
+        run.note = "2-level cascade: shared prefix read once for all queries"
+        return run
 
 
 def _cumsum(xs):

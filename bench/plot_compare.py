@@ -12,7 +12,7 @@ import os
 import sys
 
 COLORS = {"kvattn": "tab:red", "fa2": "tab:blue", "fa2-varlen": "tab:cyan", "cudnn": "tab:green",
-          "flex": "tab:purple", "flashinfer": "tab:orange"}
+          "flex": "tab:purple", "flashinfer": "tab:orange", "flashinfer-cascade": "tab:brown"}
 
 
 def _ok(r):
