@@ -19,8 +19,8 @@ device-side failure), 1 otherwise; the report is printed and written as JSON to 
 """
 import argparse
 import collections
+import copy
 import json
-import math
 import os
 import platform
 import sys
@@ -749,7 +749,29 @@ def run_all(args, rep, failures, warnings):
                 f"that bound: {flips_beyond_bound})")
         if flips_unexplained:
             failures.append("greedy choice differs where the top-2 margin exceeds the largest logit difference")
+
+        # how large may the difference be? Both sides round in args.dtype; measure each one's error against the
+        # exact (fp32) forward of the same weights: kvattn's loop must be no less accurate than transformers'
+        # own eager forward in that dtype (this is what catches a wrong convention, e.g. the rotary pairing)
+        m32 = model if dtype == torch.float32 else copy.deepcopy(model).to(torch.float32)
+        err_ours = err_hf = ref_scale = 0.0
+        for i in range(args.n):
+            exact = hf_teacher_forced_logits(m32, prompts[i], ref["tokens"][i], device)
+            err_ours = max(err_ours, float((ref["logits"][i] - exact).abs().max()))
+            err_hf = max(err_hf, float((ref_logits[i] - exact).abs().max()))
+            ref_scale = max(ref_scale, float(exact.abs().max()))
+        del m32
+        bound = 2.0 * err_hf + 1e-4 * ref_scale
+        accurate = err_ours <= bound
+        say(f"  error against the fp32 forward of the same weights: kvattn loop {err_ours:.3g}, transformers eager "
+            f"{args.dtype} {err_hf:.3g} (largest |logit| {ref_scale:.3g}); bound 2 x transformers' + 1e-4 x "
+            f"largest = {bound:.3g}: {'ok' if accurate else 'EXCEEDED'}")
+        if not accurate:
+            failures.append("logits less accurate than transformers' own forward in the same dtype")
         rep.put("vs_transformers_eager", dict(positions=positions, max_abs_logit_diff=max_diff,
+                                              error_vs_fp32=dict(kvattn_loop=err_ours, transformers_eager=err_hf,
+                                                                 largest_abs_logit=ref_scale, bound=bound,
+                                                                 within_bound=accurate),
                                               greedy_flips=len(flips), flips=flips[:50],
                                               flips_with_margin_above_max_diff=flips_unexplained,
                                               flips_with_margin_above_2x_local_diff=flips_beyond_bound))
