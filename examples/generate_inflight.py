@@ -411,7 +411,8 @@ def run_inflight(eng, work, slots, cache, *, batch_invariant=True, forced=None, 
         if bi_check_every and steps % bi_check_every == 0:
             check = BatchInvarianceCheck(eng, dict(cu=cu, seqlens=[s.in_cache for s in active], n_new=n_new,
                                                    block_table=bt.cpu()), batch_invariant)
-        hook = Hooks(check, status) if (check or status) else None
+        # status first: the check's own B=1 calls rewrite the status record of the workspace
+        hook = Hooks(status, check) if (check or status) else None
         logits = eng.forward(ids, cu_q, last, cache, bt, seqlens, batch_invariant, hook=hook, timer=timer)
         if forced is not None:
             choice = torch.tensor([forced[s.index][len(s.tokens)] for s in active], dtype=torch.long).to(dev)
@@ -913,10 +914,63 @@ def run_all(args, rep, failures, warnings):
     for w in warnings:
         say(f"warning: {w}")
     rep.put("elapsed_s", time.perf_counter() - _T0)
+    summary = summarize(rep.data)
+    rep.put("summary", summary)
+    section("summary")
+    for k, v in summary.items():
+        say(f"  {k}: {v}")
     say("\nresult: " + ("all checks passed" if not failures else "FAILED: " + "; ".join(failures)))
     if args.out:
         say(f"report written to {args.out}")
     return 1 if failures else 0
+
+
+def summarize(d):
+    """The headline figures of the report, as short strings (what the README quotes)."""
+    out = {}
+    st = d.get("setup", {})
+    out["setup"] = (f"{st.get('device_name')} {st.get('dtype')}, Llama {st.get('model', {}).get('layers')} layers "
+                    f"hidden {st.get('model', {}).get('hidden')}, {st.get('workload', {}).get('n')} prompts, "
+                    f"{st.get('workload', {}).get('slots')} slots, pages of {st.get('page_size')}")
+    sp = d.get("speed")
+    if sp:
+        bi, df = sp["inflight"]["batch_invariant"], sp["inflight"]["default"]
+        out["tokens/s"] = (f"inflight kvattn {bi['tokens_per_s']:.0f} (batch_invariant) / {df['tokens_per_s']:.0f} "
+                           f"(default) vs transformers generate() {sp['transformers_generate']['tokens_per_s']:.0f} "
+                           f"-> {sp['speedup']:.2f}x")
+        a = bi["attention_ms_per_step"]
+        out["attention per step"] = (f"{a['mean']:.3f} ms mean of a {bi['step_ms']:.2f} ms step "
+                                     f"({100 * bi['attention_share_of_wall']:.1f}%), {bi['steps']} steps")
+    g = d.get("cuda_graphs")
+    if g and "tokens_per_s" in g:
+        out["cuda graphs"] = (f"{g['tokens_per_s']:.0f} tokens/s ({g['speedup_vs_eager']:.2f}x eager), "
+                              f"{g['replayed_steps']}/{g['steps']} steps replayed")
+    elif g:
+        out["cuda graphs"] = "failed: " + g.get("error", "?")
+    v = d.get("vs_transformers_eager")
+    if v:
+        e = v["error_vs_fp32"]
+        out["vs transformers eager"] = (f"max |logit diff| {v['max_abs_logit_diff']:.3g} over {v['positions']} "
+                                        f"positions; greedy flips {v['greedy_flips']}, unexplained "
+                                        f"{v['flips_with_margin_above_max_diff']}; error vs fp32 {e['kvattn_loop']:.3g} "
+                                        f"(transformers {e['transformers_eager']:.3g})")
+    gen = d.get("vs_transformers_generate")
+    if gen:
+        out["matches generate()"] = (f"{gen['single_eager_matches']}/{gen['n']} (one prompt at a time, eager), "
+                                     f"{gen['padded_batched_sdpa_matches']}/{gen['n']} (padded batches, sdpa)")
+    c = d.get("inflight_checked", {}).get("attention_batch_invariance")
+    if c and c.get("checked"):
+        out["attention batch invariance"] = (f"{c['checked']} calls re-run alone, {c['out_mismatch']} outputs / "
+                                             f"{c['cache_mismatch']} cache writes differ")
+    w = d.get("whole_model_logprobs")
+    if w:
+        p = w["plain"]
+        txt = f"plain torch {p['bitwise_equal_positions']}/{p['positions']} bitwise equal"
+        if "fixed_rows" in w:
+            f = w["fixed_rows"]
+            txt += f"; fixed {f['rows']}-row chunks {f['bitwise_equal_positions']}/{f['positions']}"
+        out["whole-model log-probs batched vs alone"] = txt
+    return out
 
 
 def whole_model_invariance(eng, work, args, ref, new_cache, fixed_rows):
