@@ -294,6 +294,89 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     return 0;
 }
 
+/* Runs the call of pd again and compares out/lse bitwise with `out0`/`lse0` (what the backend holds now). */
+static void compare_again(kvt_problem *P, const void *out0, const void *lse0, const char *what) {
+    void *out1 = malloc(P->out.bytes + 1), *lse1 = malloc(P->lse.bytes + 1);
+    kvt_download(&P->out.dev, out1, P->out.bytes);
+    if (P->lse.used) kvt_download(&P->lse.dev, lse1, P->lse.bytes);
+    if (memcmp(out0, out1, P->out.bytes) != 0) {
+        const int es = kvref_dtype_size(P->ph.dtype);
+        size_t e = 0, ndiff = 0, first = 0;
+        for (e = 0; e < P->out.bytes / es; e++)
+            if (memcmp((const char *)out0 + e * es, (const char *)out1 + e * es, es) && !ndiff++) first = e;
+        int64_t row = (int64_t)(first / P->ph.out_row_stride);
+        kvt_failf("%s: out is not bitwise identical (%zu elements differ; first: row %lld, element %zu: %.9g vs %.9g)", what,
+                  ndiff, (long long)row, first, kvref_load(P->ph.dtype, out0, first), kvref_load(P->ph.dtype, out1, first));
+    }
+    if (P->lse.used && memcmp(lse0, lse1, P->lse.bytes) != 0) kvt_failf("%s: softmax_lse is not bitwise identical", what);
+    free(out1);
+    free(lse1);
+}
+
+static int forward_ws(kvt_problem *P, const kvattn_params *p) {
+    size_t ws = 0;
+    int st = kvattn_workspace_size(p, P->backend, &ws);
+    if (st != KVATTN_OK) return st;
+    kvt_buf w = kvt_alloc(P->backend, ws ? ws : 16);
+    st = kvattn_forward(p, P->backend, ws ? w.ptr : NULL, ws, NULL);
+    kvt_free(&w);
+    return st;
+}
+
+/* SPEC "Deterministic": the same call again gives bitwise the same out and lse (it appends the same rows at the
+ * same positions, so the cache is unchanged too). SPEC "Batch invariant": with batch_invariant set, each
+ * sequence run alone (B = 1, pointers moved to its rows) gives bitwise the rows it got in the batch. */
+static void check_determinism(kvt_problem *P) {
+    const kvattn_params *d = &P->pd, *h = &P->ph;
+    void *out0 = malloc(P->out.bytes + 1), *lse0 = malloc(P->lse.bytes + 1);
+    kvt_download(&P->out.dev, out0, P->out.bytes);
+    if (P->lse.used) kvt_download(&P->lse.dev, lse0, P->lse.bytes);
+    int st = forward_ws(P, d);
+    if (st != KVATTN_OK) kvt_failf("second call: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+    else compare_again(P, out0, lse0, "same call twice");
+    if (d->batch_invariant && d->cu_seqlens_q && d->batch > 1) {
+        const int es = kvref_dtype_size(d->dtype);
+        for (int b = 0; b < d->batch; b++) {
+            kvref_seq s = kvref_seq_of(h, b);
+            kvattn_params one = *d;
+            int32_t cu[2][2] = {{0, s.n_q}, {0, s.n_new}};
+            kvt_buf cub = kvt_alloc(P->backend, sizeof cu);
+            kvt_upload(&cub, cu, sizeof cu);
+            one.batch = 1;
+            one.cu_seqlens_q = (const int32_t *)cub.ptr;
+            one.total_q = s.n_q;
+            one.q = (const char *)d->q + (int64_t)s.q_row0 * d->q_row_stride * es;
+            one.out = (char *)d->out + (int64_t)s.q_row0 * d->out_row_stride * es;
+            if (d->softmax_lse) one.softmax_lse = d->softmax_lse + (int64_t)s.q_row0 * d->lse_row_stride;
+            if (d->k_new) {
+                one.cu_seqlens_knew = (const int32_t *)cub.ptr + 2;
+                one.total_knew = s.n_new;
+                one.k_new = (const char *)d->k_new + (int64_t)s.new_row0 * d->knew_row_stride * es;
+                one.v_new = (const char *)d->v_new + (int64_t)s.new_row0 * d->vnew_row_stride * es;
+            }
+            one.cache_seqlens = d->cache_seqlens + b;
+            if (d->cache_leftpad) one.cache_leftpad = d->cache_leftpad + b;
+            if (d->cache_batch_idx) one.cache_batch_idx = d->cache_batch_idx + b;
+            else if (!d->block_table) { /* sequence b uses cache row b: alone it is row 0 of a moved view */
+                one.k_cache = (char *)d->k_cache + (int64_t)b * d->k_batch_stride * es;
+                one.v_cache = (char *)d->v_cache + (int64_t)b * d->v_batch_stride * es;
+                one.cache_batch = d->cache_batch - b;
+            }
+            if (d->block_table) one.block_table = d->block_table + (int64_t)b * d->block_table_batch_stride;
+            if (d->alibi_slopes) one.alibi_slopes = d->alibi_slopes + (int64_t)b * d->alibi_batch_stride;
+            st = forward_ws(P, &one);
+            kvt_free(&cub);
+            if (st != KVATTN_OK) {
+                kvt_failf("sequence %d alone: %s (%s)", b, kvattn_status_string(st), kvattn_last_error());
+                break;
+            }
+        }
+        compare_again(P, out0, lse0, "batch_invariant: each sequence alone vs in the batch");
+    }
+    free(out0);
+    free(lse0);
+}
+
 /* One case on one backend: builds it from `state` and runs it; returns 1 if the backend skipped it. */
 static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
     kvt_problem P;
@@ -312,7 +395,10 @@ static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
             if (kvt_problem_upload(&P, 1) == 0 && kvt_problem_run(&P, kvt_expect_ok())) {
                 kvt_case_skip("unsupported");
                 skipped = 1;
-            } else kvt_case_end();
+            } else {
+                if (!kvt_case_failed()) check_determinism(&P);
+                kvt_case_end();
+            }
         }
     }
     kvt_problem_free(&P);
