@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#define KVATTN_DEV_VARIANTS 1
 #include "../src/cuda/attn.cu"
 
 extern "C" int kv_set_error(int status, const char *fmt, ...) {
@@ -599,7 +600,27 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
-    if (!strcmp(mode, "bench")) { bench(); return 0; }
-    fprintf(stderr, "usage: %s validate|quick|bench\n", argv[0]);
+    if (!strcmp(mode, "bench")) {
+        kv_attn_dev_stages = argc > 2 ? atoi(argv[2]) : 0;
+        printf("== bench, DP=128 stages %s\n", argc > 2 ? argv[2] : "default");
+        bench();
+        return 0;
+    }
+    if (!strcmp(mode, "profile")) { /* one decode and one prefill launch, for ncu */
+        Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
+        for (int b = 0; b < 64; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = 4095; }
+        build(P, false);
+        run_attn(P, 0);
+        CK(cudaDeviceSynchronize());
+        free_problem(P);
+        Problem Q = make(1, 32, 8, 128, 16, KVATTN_BF16);
+        Q.nq[0] = 4096; Q.nnew[0] = 4096; Q.S[0] = 0; Q.causal = 1;
+        build(Q, false);
+        run_attn(Q, 0);
+        CK(cudaDeviceSynchronize());
+        free_problem(Q);
+        return 0;
+    }
+    fprintf(stderr, "usage: %s validate|quick|bench|profile\n", argv[0]);
     return 1;
 }

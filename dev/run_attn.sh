@@ -10,4 +10,6 @@ echo "== validate"; timeout 150 $BIN validate 2>&1 | tee $OUT/validate.log
 if [ "${MEMCHECK:-1}" = 1 ]; then
   echo "== memcheck"; timeout 200 compute-sanitizer --tool memcheck --print-limit 20 $BIN quick 2>&1 | tail -25 | tee $OUT/memcheck.log
 fi
-echo "== bench"; timeout 200 $BIN bench 2>&1 | tee $OUT/bench.log
+for ns in ${STAGES:-0}; do
+  echo "== bench stages=$ns"; timeout 200 $BIN bench $ns 2>&1 | tee -a $OUT/bench.log
+done

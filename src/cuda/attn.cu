@@ -20,10 +20,10 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /* THE variant table: padded head dim and pipeline depth for a head dim (STYLE rule 7). */
 static int attn_variant(int head_dim, int *dp, int *stages) {
     switch ((head_dim + 31) / 32) {
-    case 1: *dp = 32; *stages = 2; return 1;
-    case 2: *dp = 64; *stages = 2; return 1;
-    case 3: *dp = 96; *stages = 2; return 1;
-    case 4: *dp = 128; *stages = 2; return 1;
+    case 1: *dp = 32; *stages = 4; return 1;
+    case 2: *dp = 64; *stages = 4; return 1;
+    case 3: *dp = 96; *stages = 4; return 1;
+    case 4: *dp = 128; *stages = 3; return 1;
     case 5: *dp = 160; *stages = 2; return 1;
     case 6: *dp = 192; *stages = 2; return 1;
     case 7: *dp = 224; *stages = 2; return 1;
@@ -32,11 +32,17 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
     }
 }
 
+#ifdef KVATTN_DEV_VARIANTS
+int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other pipeline depths for DP = 128 */
+#endif
 static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, attn_plan *pl) {
     const int64_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
     const int64_t G = H / Hk > 0 ? H / Hk : 1;
     if (!attn_variant(p->head_dim, &pl->dp, &pl->stages)) { pl->dp = 256; pl->stages = 2; }
-    pl->smem = (size_t)(KV_PREFILL_ROWS + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
+#ifdef KVATTN_DEV_VARIANTS
+    if (kv_attn_dev_stages && pl->dp == 128) pl->stages = kv_attn_dev_stages;
+#endif
+    pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
     const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
     const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B;
@@ -142,12 +148,15 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     int per_sm = 1;
     int st = attn_blocks_per_sm<T, DP, NS>(dev, pl->smem, &per_sm);
     if (st != KVATTN_OK) return st;
-    kv_attn_schedule_kernel<<<1, KV_SCHED_THREADS, 0, stream>>>(*p, *args);
+    if (per_sm > 8) per_sm = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
+    kv_attn_args a = *args;
+    a.grid_ctas = dev->num_sms * per_sm;
+    kv_attn_schedule_kernel<<<1, KV_SCHED_THREADS, 0, stream>>>(*p, a);
     KV_CUDA_CHECK_RET(cudaGetLastError());
-    kv_attn_kernel<T, DP, NS><<<dev->num_sms * per_sm, KV_THREADS, pl->smem, stream>>>(*p, *args);
+    kv_attn_kernel<T, DP, NS><<<a.grid_ctas, KV_THREADS, pl->smem, stream>>>(*p, a);
     KV_CUDA_CHECK_RET(cudaGetLastError());
     if (pl->max_combine > 0) {
-        kv_attn_combine_kernel<T><<<dev->num_sms * 4, KV_THREADS, 0, stream>>>(*p, *args);
+        kv_attn_combine_kernel<T><<<dev->num_sms * 4, KV_THREADS, 0, stream>>>(*p, a);
         KV_CUDA_CHECK_RET(cudaGetLastError());
     }
     return KVATTN_OK;
@@ -157,10 +166,15 @@ template <typename T>
 static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
                           const kv_device_info *dev, cudaStream_t stream) {
     switch (pl->dp) {
-    case 32: return launch_fast<T, 32, 2>(p, pl, args, dev, stream);
-    case 64: return launch_fast<T, 64, 2>(p, pl, args, dev, stream);
-    case 96: return launch_fast<T, 96, 2>(p, pl, args, dev, stream);
-    case 128: return launch_fast<T, 128, 2>(p, pl, args, dev, stream);
+    case 32: return launch_fast<T, 32, 4>(p, pl, args, dev, stream);
+    case 64: return launch_fast<T, 64, 4>(p, pl, args, dev, stream);
+    case 96: return launch_fast<T, 96, 4>(p, pl, args, dev, stream);
+    case 128:
+#ifdef KVATTN_DEV_VARIANTS
+        if (pl->stages == 2) return launch_fast<T, 128, 2>(p, pl, args, dev, stream);
+        if (pl->stages == 4) return launch_fast<T, 128, 4>(p, pl, args, dev, stream);
+#endif
+        return launch_fast<T, 128, 3>(p, pl, args, dev, stream);
     case 160: return launch_fast<T, 160, 2>(p, pl, args, dev, stream);
     case 192: return launch_fast<T, 192, 2>(p, pl, args, dev, stream);
     case 224: return launch_fast<T, 224, 2>(p, pl, args, dev, stream);
@@ -198,6 +212,7 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
     args.max_combine = pl.max_combine;
     args.max_part_rows = pl.max_part_rows;
     args.target_pieces = pl.target_pieces;
+    args.grid_ctas = 0; /* set per variant */
     args.dp = pl.dp;
     return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, stream)
                                   : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, stream);

@@ -45,7 +45,8 @@ typedef struct kv_attn_args {
     float *part_o;   /* [max_part_rows, DP] */
     float *part_lse; /* [max_part_rows] */
     int64_t max_items, max_combine, max_part_rows;
-    int32_t target_pieces; /* auto split: aim for about this many pieces in the whole launch */
+    int32_t target_pieces; /* bound used for the workspace: at most 2 * target_pieces split pieces */
+    int32_t grid_ctas;     /* blocks of the attention kernel: auto split aims at one chunk of work per block */
     int32_t dp;
 } kv_attn_args;
 
@@ -99,6 +100,12 @@ template <> struct kv_mma<__half> {
     }
 };
 
+/* 2^x by the SFU (x = -inf gives 0); the scores are already in log2 units. */
+static __device__ __forceinline__ float kv_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 static __device__ __forceinline__ int64_t kv_ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Key range [lo, hi) (indices j relative to L) seen by packed rows [row0, row0 + nrows) of sequence s: the
@@ -126,7 +133,8 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows) {
 /* ---- scheduler: one block turns the live lengths into the item list ------------------------------------
  * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows), and an upper
  *    bound of its KV work in tiles; a block scan gives tile_prefix[B + 1];
- * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / target_pieces) KV tiles; batch-invariant = fixed
+ * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / grid blocks) KV tiles (a batch that fills the
+ *    grid is not split); batch-invariant = fixed
  *    KV_INV_SPLIT_KEYS key blocks (depends on that sequence only); num_splits caps the pieces;
  * 3. per (sequence, tile): its key range, its pieces, one item per (kv head, piece) and one combine task
  *    per kv head when split. Long pieces are listed first (the attention kernel takes items in order). */
@@ -182,7 +190,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     int64_t chunk = KV_MIN_CHUNK_TILES;
     {
         const int64_t w = (int64_t)s_work;
-        const int64_t c = (w + a.target_pieces - 1) / a.target_pieces;
+        const int64_t c = (w + a.grid_ctas - 1) / a.grid_ctas;
         if (c > chunk) chunk = c;
     }
 
@@ -321,25 +329,26 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
 template <int DP, int NS>
 struct kv_attn_smem {
     static constexpr int ROW = DP + 8;  /* padded smem row (elements): ldmatrix rows hit distinct banks */
-    static constexpr int Q_ELEMS = KV_PREFILL_ROWS * ROW;
     static constexpr int KV_ELEMS = KV_BN * ROW;
+    /* DP <= 128 keeps Q in registers after the prologue, so Q borrows K stage NS-1 (first written by the
+     * cp.async of iteration 0, after every warp read Q); larger DP keeps its own Q tile. */
+    static constexpr bool Q_OWN = DP > 128;
+    static constexpr int Q_ELEMS = Q_OWN ? KV_PREFILL_ROWS * ROW : 0;
     static constexpr int BYTES = (Q_ELEMS + 2 * NS * KV_ELEMS) * 2;
 };
 
-template <typename T, int DP, int NS>
-__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
+template <typename T, int DP, int NS, bool DECODE>
+static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
+                                                    unsigned char *kv_smem_raw, int64_t (*s_off)[2][KV_BN],
+                                                    float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
     typedef kv_attn_smem<DP, NS> SM;
     constexpr int ROW = SM::ROW;
     constexpr int DT = DP / 8;   /* n8 tiles of the output */
     constexpr int DK = DP / 16;  /* k16 steps of Q K^T */
     constexpr int CH = DP / 8;   /* 16-byte chunks per row */
-    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
-    T *sQ = (T *)kv_smem_raw;
-    T *sK = sQ + SM::Q_ELEMS;             /* NS stages of K, then NS of V */
+    T *sK = (T *)kv_smem_raw + SM::Q_ELEMS; /* NS stages of K, then NS of V */
     T *sV = sK + NS * SM::KV_ELEMS;
-    __shared__ int s_item;
-    __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
-
+    T *sQ = SM::Q_OWN ? (T *)kv_smem_raw : sK + (NS - 1) * SM::KV_ELEMS;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int gq = lane >> 2, tq = lane & 3; /* mma fragment row group and thread-in-quad */
     const int G = p.num_heads / p.num_kv_heads;
@@ -351,18 +360,11 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
     const T *kg = (const T *)p.k_cache;
     const T *vg = (const T *)p.v_cache;
     T *og = (T *)p.out;
-
-    for (;;) {
-        if (tid == 0) s_item = atomicAdd(&a.hdr->item_counter, 1);
-        __syncthreads();
-        const int idx = s_item;
-        if (idx >= a.hdr->n_items) break;
-        const kv_item it = a.items[idx];
-        const int b = it.b, kvh = it.kv_head;
-        const kv_seq s = kv_seq_get(&p, b);
-        const int32_t s_k = s.S + s.n_new - s.L;
-        const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
-        const bool decode = kv_seq_rows(p, s, G) <= KV_DECODE_ROWS;
+    const int b = it.b, kvh = it.kv_head;
+    const kv_seq s = kv_seq_get(&p, b);
+    const int32_t s_k = s.S + s.n_new - s.L;
+    const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+        constexpr bool decode = DECODE;
         const int tile_rows = decode ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
 
         /* 1. Q tile */
@@ -401,38 +403,54 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             }
         }
 
-        /* 2. KV tile loader */
+        /* 2. KV tiles: each row's cache offset is resolved once (thread tid: row tid % 64 of K or V) into
+         * s_off one tile before its cp.async is issued, so page-table latency overlaps the math. */
         const int32_t kt_begin = it.klo / KV_BN;
         const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
         const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
-        auto load_tile = [&](int32_t kt, int stage) {
+        auto row_offset = [&](int32_t kt, int slot) {
+            const int rr = tid & (KV_BN - 1), which = tid >> 6;
+            const int32_t j = kt * KV_BN + rr;
+            int64_t off = -1;
+            if (kt < kt_end && j >= it.klo && j < it.khi)
+                off = which == 0 ? kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
+                                                   p.k_head_stride)
+                                 : kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
+                                                   p.v_head_stride);
+            s_off[slot][which][rr] = off;
+        };
+        auto load_tile = [&](int slot, int stage) {
             T *dk = sK + stage * SM::KV_ELEMS;
             T *dv = sV + stage * SM::KV_ELEMS;
-            for (int e = tid; e < KV_BN * CH; e += KV_THREADS) {
+#pragma unroll
+            for (int k = 0; k < KV_BN * CH / KV_THREADS; k++) {
+                const int e = tid + k * KV_THREADS;
                 const int rr = e / CH, c0 = (e - rr * CH) * 8;
-                const int32_t j = kt * KV_BN + rr;
-                int64_t ko = -1, vo = -1;
-                if (j >= it.klo && j < it.khi && c0 < D) {
-                    ko = kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
-                                         p.k_head_stride);
-                    vo = kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
-                                         p.v_head_stride);
-                }
+                const int64_t ko = c0 < D ? s_off[slot][0][rr] : -1;
+                const int64_t vo = c0 < D ? s_off[slot][1][rr] : -1;
                 kv_cp_async16(kv_smem_u32(dk + rr * ROW + c0), ko >= 0 ? (const void *)(kg + ko + c0) : (const void *)kg,
                               ko >= 0 ? 16 : 0);
                 kv_cp_async16(kv_smem_u32(dv + rr * ROW + c0), vo >= 0 ? (const void *)(vg + vo + c0) : (const void *)vg,
                               vo >= 0 ? 16 : 0);
             }
         };
+        for (int st = 0; st < NS; st++) row_offset(kt_begin + st, st);
+        __syncthreads(); /* Q and the first offsets in smem */
+        const int wrow0 = decode ? 0 : warp * 16;
+        uint32_t qf[DP <= 128 ? DK : 1][4];
+        if (DP <= 128) {
+#pragma unroll
+            for (int kk = 0; kk < DK; kk++)
+                kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
+                               qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+        }
 #pragma unroll
         for (int st = 0; st < NS - 1; st++) {
-            if (st < n_kt) load_tile(kt_begin + st, st);
+            if (st < n_kt) load_tile(st, st);
             kv_cp_async_commit();
         }
-        __syncthreads(); /* Q in smem */
 
         /* per-thread rows: fragment rows gq and gq + 8 of this warp's 16 */
-        const int wrow0 = decode ? 0 : warp * 16;
         int32_t vlo[2], vhi[2], qkey[2];
         float slope[2];
 #pragma unroll
@@ -453,14 +471,6 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                     slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
             }
         }
-        uint32_t qf[DP <= 128 ? DK : 1][4];
-        if (DP <= 128) {
-#pragma unroll
-            for (int kk = 0; kk < DK; kk++)
-                kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
-                               qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
-        }
-
         float o[DT][4];
 #pragma unroll
         for (int d = 0; d < DT; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
@@ -468,15 +478,16 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
 
         /* 3. main loop */
-        const int NT = decode ? 2 : 8;         /* n8 key tiles per warp */
+        constexpr int NT = decode ? 2 : 8;     /* n8 key tiles per warp */
         const int key0 = decode ? warp * 16 : 0;
         for (int32_t t = 0; t < n_kt; t++) {
             kv_cp_async_wait<NS - 2>();
             __syncthreads();
             {
                 const int32_t nt_ = t + NS - 1;
-                if (nt_ < n_kt) load_tile(kt_begin + nt_, nt_ % NS);
+                if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
                 kv_cp_async_commit();
+                if (t + NS < n_kt) row_offset(kt_begin + t + NS, t % NS); /* slot of tile t: issued long ago */
             }
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
@@ -538,14 +549,14 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-                const float corr = exp2f(m2[h2] - msafe); /* m2 = -inf: 0 */
+                const float corr = kv_exp2(m2[h2] - msafe); /* m2 = -inf: 0 */
                 m2[h2] = mx;
                 float sum = 0.0f;
 #pragma unroll
                 for (int n = 0; n < 8; n++) {
                     if (n < NT) {
-                        sc[n][2 * h2] = exp2f(sc[n][2 * h2] - msafe);
-                        sc[n][2 * h2 + 1] = exp2f(sc[n][2 * h2 + 1] - msafe);
+                        sc[n][2 * h2] = kv_exp2(sc[n][2 * h2] - msafe);
+                        sc[n][2 * h2 + 1] = kv_exp2(sc[n][2 * h2 + 1] - msafe);
                         sum += sc[n][2 * h2] + sc[n][2 * h2 + 1];
                     }
                 }
@@ -612,7 +623,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 float L = 0.0f, v0 = 0.0f, v1 = 0.0f;
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
-                    const float f = exp2f(s_m[w][rr] - msafe);
+                    const float f = kv_exp2(s_m[w][rr] - msafe);
                     L += s_l[w][rr] * f;
                     v0 += stage_f[(w * 16 + rr) * DP + c] * f;
                     v1 += stage_f[(w * 16 + rr) * DP + c + 1] * f;
@@ -668,6 +679,26 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 }
             }
         }
+}
+
+template <typename T, int DP, int NS>
+__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
+    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
+    __shared__ int64_t s_off[NS][2][KV_BN]; /* element offsets of the K and V rows of the tiles in flight */
+    __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
+    __shared__ int s_item;
+    const int G = p.num_heads / p.num_kv_heads;
+    for (;;) {
+        if (threadIdx.x == 0) s_item = atomicAdd(&a.hdr->item_counter, 1);
+        __syncthreads();
+        const int idx = s_item;
+        if (idx >= a.hdr->n_items) break;
+        const kv_item it = a.items[idx];
+        const kv_seq s = kv_seq_get(&p, it.b);
+        if (kv_seq_rows(p, s, G) <= KV_DECODE_ROWS)
+            kv_attn_item<T, DP, NS, true>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
+        else
+            kv_attn_item<T, DP, NS, false>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
     }
 }
