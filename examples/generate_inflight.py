@@ -25,6 +25,7 @@ Everything else (matches with generate(), whole-model log-prob invariance, speed
 import argparse
 import collections
 import copy
+import importlib
 import json
 import os
 import platform
@@ -39,11 +40,22 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import torch  # noqa: E402
 
-try:
-    import kvattn
-except ImportError as e:  # say how to make it importable instead of a bare traceback
-    sys.exit(f"generate_inflight: cannot import kvattn ({e}); run from the repo root with PYTHONPATH=python "
-             f"and KVATTN_LIBRARY=$PWD/build/libkvattn.so (make lib), or pip install .")
+def _import_kvattn():
+    """The installed kvattn package, or else the one of this checkout (python/, which finds build/libkvattn.so
+    or $KVATTN_LIBRARY); exits with a how-to when neither imports."""
+    try:
+        return importlib.import_module("kvattn")
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+        sys.modules.pop("kvattn", None)
+    try:
+        return importlib.import_module("kvattn")
+    except ImportError as e:
+        sys.exit(f"generate_inflight: cannot import kvattn ({e}); build the library (make lib) and run from the "
+                 f"repo root, or set PYTHONPATH=python and KVATTN_LIBRARY=/path/to/libkvattn.so, or pip install .")
+
+
+kvattn = _import_kvattn()
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 BITS = {torch.bfloat16: torch.int16, torch.float16: torch.int16, torch.float32: torch.int32}
