@@ -98,8 +98,8 @@ def parse_args(argv=None):
     ap.add_argument("--out", default="docs/perf/generate_inflight.json")
     args = ap.parse_args(argv)
 
-    if args.device is None:
-        args.device = "cuda" if torch.cuda.is_available() and kvattn.cuda_available() else "cpu"
+    if args.device is None:  # a GPU with a CPU-only libkvattn is an error, not a silent (hour-long) CPU run
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.dtype is None:
         args.dtype = "bf16" if args.device == "cuda" else "fp32"
     big = dict(n=32, slots=16, min_prompt=16, max_prompt=300, min_new=8, max_new=64, layers=8, hidden=1024,
@@ -109,8 +109,11 @@ def parse_args(argv=None):
     for k, v in (small if args.quick else big).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
-    if args.device == "cuda" and not (torch.cuda.is_available() and kvattn.cuda_available()):
-        ap.error("--device cuda: torch sees no GPU or libkvattn was built without CUDA (kvattn.cuda_available())")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: torch sees no GPU (pass --device cpu --quick for a CPU run)")
+    if args.device == "cuda" and not kvattn.cuda_available():
+        ap.error(f"--device cuda: {kvattn.library_path} has no usable CUDA backend (kvattn.cuda_available() is "
+                 f"False): build it where nvcc is (make lib), or pass --device cpu --quick")
     if args.device == "cuda" and args.dtype == "fp32":
         ap.error("--dtype fp32 works on the CPU backend only; use bf16 or fp16 with --device cuda")
     if args.device == "cpu" and args.cuda_graphs == "on":
