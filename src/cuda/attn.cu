@@ -46,7 +46,8 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
     const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
     const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B;
-    pl->target_pieces = 8 * (dev->num_sms > 0 ? dev->num_sms : 132);
+    const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
+    pl->target_pieces = 8 * num_sms;
     int64_t extra_items = 0, part_rows = 0;
     if (p->num_splits != 1 && p->batch_invariant) {
         int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
@@ -57,8 +58,10 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     } else if (p->num_splits != 1) {
         int64_t pmax = cdiv(C, KV_BN * KV_MIN_CHUNK_TILES) + 1;
         if (p->num_splits > 1 && pmax > p->num_splits) pmax = p->num_splits;
-        extra_items = 4 * (int64_t)pl->target_pieces;
-        part_rows = 4 * (int64_t)pl->target_pieces * KV_PREFILL_ROWS;
+        /* the scheduler aims at W / chunk <= KV_SPLIT_PIECES_PER_CTA * 2 * num_sms chunks; a split tile has
+         * fewer than 2 * ktiles / chunk pieces, so pieces < 2 * KV_SPLIT_PIECES_PER_CTA * 2 * num_sms */
+        extra_items = 2 * KV_SPLIT_PIECES_PER_CTA * 2 * (int64_t)num_sms;
+        part_rows = extra_items * KV_PREFILL_ROWS;
         if (rows_q * H * pmax < part_rows) part_rows = rows_q * H * pmax;
     }
     pl->max_items = Hk * tiles_max + extra_items;
@@ -151,6 +154,7 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     if (per_sm > 8) per_sm = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
     kv_attn_args a = *args;
     a.grid_ctas = dev->num_sms * per_sm;
+    a.split_blocks = per_sm > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
     kv_attn_schedule_kernel<<<1, KV_SCHED_THREADS, 0, stream>>>(*p, a);
     KV_CUDA_CHECK_RET(cudaGetLastError());
     kv_attn_kernel<T, DP, NS><<<a.grid_ctas, KV_THREADS, pl->smem, stream>>>(*p, a);
@@ -212,7 +216,7 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
     args.max_combine = pl.max_combine;
     args.max_part_rows = pl.max_part_rows;
     args.target_pieces = pl.target_pieces;
-    args.grid_ctas = 0; /* set per variant */
+    args.grid_ctas = args.split_blocks = 0; /* set per variant */
     args.dp = pl.dp;
     return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, stream)
                                   : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, stream);

@@ -16,7 +16,8 @@
 #define KV_PREFILL_ROWS 64    /* packed rows of a prefill item: 16 per warp */
 #define KV_THREADS 128
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
-#define KV_MIN_CHUNK_TILES 4   /* auto split: no piece shorter than this many KV tiles */
+#define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
+#define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
 
 /* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
@@ -46,7 +47,8 @@ typedef struct kv_attn_args {
     float *part_lse; /* [max_part_rows] */
     int64_t max_items, max_combine, max_part_rows;
     int32_t target_pieces; /* bound used for the workspace: at most 2 * target_pieces split pieces */
-    int32_t grid_ctas;     /* blocks of the attention kernel: auto split aims at one chunk of work per block */
+    int32_t grid_ctas;     /* blocks of the attention kernel */
+    int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
     int32_t dp;
 } kv_attn_args;
 
@@ -133,8 +135,8 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows) {
 /* ---- scheduler: one block turns the live lengths into the item list ------------------------------------
  * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows), and an upper
  *    bound of its KV work in tiles; a block scan gives tile_prefix[B + 1];
- * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / grid blocks) KV tiles (a batch that fills the
- *    grid is not split); batch-invariant = fixed
+ * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / (KV_SPLIT_PIECES_PER_CTA * grid blocks)) KV
+ *    tiles, so that no piece is longer than a quarter of a block's fair share (the tail stays short); batch-invariant = fixed
  *    KV_INV_SPLIT_KEYS key blocks (depends on that sequence only); num_splits caps the pieces;
  * 3. per (sequence, tile): its key range, its pieces, one item per (kv head, piece) and one combine task
  *    per kv head when split. Long pieces are listed first (the attention kernel takes items in order). */
@@ -190,7 +192,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     int64_t chunk = KV_MIN_CHUNK_TILES;
     {
         const int64_t w = (int64_t)s_work;
-        const int64_t c = (w + a.grid_ctas - 1) / a.grid_ctas;
+        const int64_t n = (int64_t)KV_SPLIT_PIECES_PER_CTA * a.split_blocks;
+        const int64_t c = (w + n - 1) / n;
         if (c > chunk) chunk = c;
     }
 
@@ -704,41 +707,43 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
 }
 
 /* ---- combine: merge the pieces of each split tile in split order ---------------------------------------
- * For packed row rr of task c: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s. One warp
- * per (task, row); lanes over channels. */
+ * For packed row rr of task c: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s. One block per
+ * task, one warp per row, lanes over splits (fixed shuffle tree) then over channels. */
 template <typename T>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_combine_kernel(kvattn_params p, kv_attn_args a) {
-    const int lane = threadIdx.x & 31;
-    const int64_t w0 = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int64_t nw = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n_combine = a.hdr->n_combine;
     const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
     T *og = (T *)p.out;
-    /* rows of every task are at most KV_PREFILL_ROWS: task = w / KV_PREFILL_ROWS */
-    for (int64_t w = w0; w < (int64_t)n_combine * KV_PREFILL_ROWS; w += nw) {
-        const kv_combine cb = a.combine[w / KV_PREFILL_ROWS];
-        const int rr = (int)(w % KV_PREFILL_ROWS);
-        if (rr >= cb.nrows) continue;
+    for (int c = blockIdx.x; c < n_combine; c += gridDim.x) {
+        const kv_combine cb = a.combine[c];
         const kv_seq s = kv_seq_get(&p, cb.b);
-        float mx = -CUDART_INF_F;
-        for (int k = 0; k < cb.nsplit; k++) mx = fmaxf(mx, a.part_lse[cb.part_base + k * cb.nrows + rr]);
-        const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-        float L = 0.0f;
-        for (int k = 0; k < cb.nsplit; k++) L += expf(a.part_lse[cb.part_base + k * cb.nrows + rr] - msafe);
-        const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
-        const int32_t r = cb.row0 + rr;
-        const int64_t oo = kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride,
-                                         p.out_head_stride);
-        for (int c = lane; c < D; c += 32) {
-            float v = 0.0f;
-            for (int k = 0; k < cb.nsplit; k++) {
-                const int64_t pr = cb.part_base + k * cb.nrows + rr;
-                const float f = L > 0.0f ? expf(a.part_lse[pr] - lse) : 0.0f;
-                v += f * a.part_o[pr * DP + c];
+        for (int rr = warp; rr < cb.nrows; rr += KV_THREADS / 32) {
+            const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
+            float mx = -CUDART_INF_F;
+            for (int k = lane; k < cb.nsplit; k += 32) mx = fmaxf(mx, lse_s[(int64_t)k * cb.nrows]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
+            float L = 0.0f;
+            for (int k = lane; k < cb.nsplit; k += 32) L += expf(lse_s[(int64_t)k * cb.nrows] - msafe);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+            const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
+            const int32_t r = cb.row0 + rr;
+            const int64_t oo = kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride,
+                                             p.out_head_stride);
+            for (int ch = lane; ch < D; ch += 32) {
+                float v = 0.0f;
+                for (int k = 0; k < cb.nsplit; k++) {
+                    const int64_t pr = cb.part_base + (int64_t)k * cb.nrows + rr;
+                    const float f = L > 0.0f ? expf(a.part_lse[pr] - lse) : 0.0f;
+                    v += f * a.part_o[pr * DP + ch];
+                }
+                kv_from_float(&og[oo + ch], v);
             }
-            kv_from_float(&og[oo + c], v);
+            if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
         }
-        if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
     }
 }
 
