@@ -40,7 +40,7 @@ fi
 if want memcheck; then
     stamp "compute-sanitizer memcheck"
     : > "$OUT/memcheck.log"
-    for t in "$BUILD"/test_cuda_*; do
+    for t in "$BUILD"/test_cuda_* "$BUILD"/test_bad_input "$BUILD"/test_inflight; do
         [ -x "$t" ] || continue
         name=$(basename "$t")
         env_args=(KVATTN_TEST_QUICK=1)
