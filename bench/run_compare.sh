@@ -8,9 +8,15 @@
 #        needs of flashinfer (click, einops, ninja, numpy, nvidia-ml-py, packaging, requests, tabulate, torch, tqdm,
 #        typing-extensions) are already on the machine; nvidia-cutlass-dsl and nvidia-cudnn-frontend are only
 #        imported by paths compare.py does not use.
-# .fiaot FlashInfer modules prebuilt on the CPU machine (same nvcc 13.0, sm_90a) as <uri>/<uri>.so; copied into
-#        flashinfer's AOT folder so they load without a JIT build. Anything missing is JIT-built on the device by
-#        compare.py's background prebuild, within --flashinfer-jit-budget seconds.
+# .fiaot FlashInfer modules prebuilt on the CPU machine (same nvcc 13.0, sm_90a; FLASHINFER_CUDA_ARCH_LIST=9.0a)
+#        as <uri>/<uri>.so: the fa3 prefill kernels (used by its paged/ragged prefill and tensor-core decode
+#        wrappers) for D 64/128/256, the CUDA-core decode for D 128, the cascade merge, and FA2 prefill D 128 (the
+#        fallback if fa3 fails). Copied into flashinfer's AOT folder, they load without a JIT build; anything
+#        missing is JIT-built on the device by compare.py's background prebuild within --flashinfer-jit-budget s.
+# Rebuild them (on a machine with nvcc 13.0, ~15 min per fa3 module on 2 cores), with the wheels installed:
+#   FLASHINFER_CUDA_ARCH_LIST=9.0a python3 -c "import torch; from flashinfer.jit.attention.modules import \
+#     gen_batch_prefill_module as g; g('fa3', *[torch.bfloat16]*3, torch.int32, 128, 128, 0, False, False, False).build(False)"
+#   then copy ~/.cache/flashinfer/0.6.3/90a/cached_ops/<uri>/<uri>.so to .fiaot/<uri>/
 # Both folders are ignored through .git/info/exclude. Without them, FlashInfer is listed as unavailable.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
