@@ -62,7 +62,8 @@ $(BUILD)/test_%: tests/test_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(wildca
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 
 test: test-c test-python
-test-c: $(TEST_BINS)
+test-c: $(TEST_BINS) $(BUILD)/decode_step
+	@./$(BUILD)/decode_step
 	@bash tests/run_all.sh $(TEST_BINS)
 test-python: lib
 	@KVATTN_LIBRARY=$(abspath $(BUILD))/libkvattn.so PYTHON=$(PYTHON) bash tests/run_python.sh
@@ -74,11 +75,16 @@ test-asan:
 	  CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
 	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined" NVCC= test-c
 
+$(BUILD)/decode_step: examples/decode_step.c $(BUILD)/libkvattn.a
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $< $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
+
 DEMO_SRC = examples/demo.c
 $(BUILD)/demo: $(DEMO_SRC) $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 demo: $(BUILD)/demo
 	./$(BUILD)/demo
+	@echo "Next, end to end with a Hugging Face Llama (needs a GPU, torch and transformers):"
+	@echo "  python3 examples/generate_inflight.py      (or --device cpu --quick on a machine without a GPU)"
 
 $(BUILD)/bench_%: bench/bench_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
