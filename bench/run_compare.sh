@@ -9,14 +9,15 @@
 #        typing-extensions) are already on the machine; nvidia-cutlass-dsl and nvidia-cudnn-frontend are only
 #        imported by paths compare.py does not use.
 # .fiaot FlashInfer modules prebuilt on the CPU machine (same nvcc 13.0, sm_90a; FLASHINFER_CUDA_ARCH_LIST=9.0a)
-#        as <uri>/<uri>.so: the fa3 prefill kernels (used by its paged/ragged prefill and tensor-core decode
+#        as mN.so with a MANIFEST of "mN.so <uri>" lines: the fa3 prefill kernels (used by its paged/ragged prefill and tensor-core decode
 #        wrappers) for D 64/128/256, the CUDA-core decode for D 128, the cascade merge, and FA2 prefill D 128 (the
 #        fallback if fa3 fails). Copied into flashinfer's AOT folder, they load without a JIT build; anything
 #        missing is JIT-built on the device by compare.py's background prebuild within --flashinfer-jit-budget s.
 # Rebuild them (on a machine with nvcc 13.0, ~15 min per fa3 module on 2 cores), with the wheels installed:
 #   FLASHINFER_CUDA_ARCH_LIST=9.0a python3 -c "import torch; from flashinfer.jit.attention.modules import \
 #     gen_batch_prefill_module as g; g('fa3', *[torch.bfloat16]*3, torch.int32, 128, 128, 0, False, False, False).build(False)"
-#   then copy ~/.cache/flashinfer/0.6.3/90a/cached_ops/<uri>/<uri>.so to .fiaot/<uri>/
+#   then copy ~/.cache/flashinfer/0.6.3/90a/cached_ops/<uri>/<uri>.so to .fiaot/mN.so and add "mN.so <uri>" to
+#   .fiaot/MANIFEST
 # Both folders are ignored through .git/info/exclude. Without them, FlashInfer is listed as unavailable.
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +27,14 @@ export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl; then
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-    if [ -d .fiaot ]; then
-      mkdir -p /tmp/site/flashinfer/data/aot && cp -r .fiaot/. /tmp/site/flashinfer/data/aot/
-      echo "flashinfer: prebuilt modules: $(ls .fiaot | wc -l)"
+    if [ -f .fiaot/MANIFEST ]; then
+      # MANIFEST lines: "<file>.so <uri>" -> flashinfer/data/aot/<uri>/<uri>.so (short names travel; long ones here)
+      n=0
+      while read -r f uri; do
+        [ -n "$f" ] && [ -f ".fiaot/$f" ] || continue
+        mkdir -p "/tmp/site/flashinfer/data/aot/$uri" && cp ".fiaot/$f" "/tmp/site/flashinfer/data/aot/$uri/$uri.so" && n=$((n+1))
+      done < .fiaot/MANIFEST
+      echo "flashinfer: $n prebuilt modules installed"
     fi
   else
     echo "run_compare.sh: wheel install failed; FlashInfer will be listed as unavailable"
