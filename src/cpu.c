@@ -15,12 +15,19 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h> /* vcvtph2ps: fp16 -> fp32 in one instruction (exact, like f16_to_f32) */
+#endif
 
-#define KT 64             /* keys per tile */
-#define ROWS_PER_ITEM 64  /* target (query heads x query rows) per work item */
+#define KT 32             /* keys per tile */
+#define ROWS_PER_ITEM 64  /* target (query heads x query rows) per kv head per work item */
+#define ITEM_ROWS 128     /* at most this many rows (kv heads x query heads x query rows) per work item, unless one
+                             kv head alone has more */
+#define MIN_WORK_PER_THREAD (1 << 22) /* multiply-adds (about 0.3 ms on one core) worth waking another thread for */
 #define SPLIT_KEYS 1024   /* automatic split: keys per split for single-query-tile (decode-like) sequences */
 #define ALIGN 64
-#define PREFETCH_KEYS 16 /* software prefetch distance in keys */
+#define PREFETCH_KEYS 16   /* software prefetch distance in cache positions (token rows) */
+#define PREFETCH_LEVEL 2  /* __builtin_prefetch locality (AMD fills L1 for every level) */
 
 /* ---- element conversions (round to nearest even), fp32 <-> fp16 / bf16 --------------------------------- */
 static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -59,10 +66,17 @@ static inline void load_row(int dtype, const void *base, int64_t off, float *res
         memcpy(dst, (const float *)base + off, (size_t)n * 4);
     } else if (dtype == KVATTN_F16) {
         const uint16_t *restrict src = (const uint16_t *)base + off;
-        for (int d = 0; d < n; d++) dst[d] = f16_to_f32(src[d]);
+        int d = 0;
+#if defined(__AVX512F__)
+        for (; d + 16 <= n; d += 16)
+            _mm512_storeu_ps(dst + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + d))));
+#elif defined(__F16C__)
+        for (; d + 8 <= n; d += 8) _mm256_storeu_ps(dst + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + d))));
+#endif
+        for (; d < n; d++) dst[d] = f16_to_f32(src[d]); /* the portable path, and the tail */
     } else {
         const uint16_t *restrict src = (const uint16_t *)base + off;
-        for (int d = 0; d < n; d++) dst[d] = bf16_to_f32(src[d]);
+        for (int d = 0; d < n; d++) dst[d] = bf16_to_f32(src[d]); /* a shift: gcc vectorizes it */
     }
 }
 static inline void store_row(int dtype, void *base, int64_t off, const float *restrict src, int n) {
@@ -185,7 +199,9 @@ static void append_seq(const kvattn_params *p, int32_t b, float *restrict tmp) {
 
 /* ---- phase 3: attention ---------------------------------------------------------------------------------- */
 typedef struct work_item {
-    int32_t b, kv_head;
+    int32_t b;
+    int32_t kv_head0, n_kv; /* kv heads [kv_head0, kv_head0 + n_kv): a cache position keeps its heads side by side
+                               (NHD), so an item over all of them reads whole token rows: streaming, not 2 KiB jumps */
     int32_t q0, nq;      /* query rows [q0, q0 + nq) of the sequence */
     int32_t klo, khi;    /* key indices (relative to L) this item reads */
     int32_t split, nsplit;
@@ -193,11 +209,12 @@ typedef struct work_item {
 } work_item;
 
 typedef struct scratch { /* one thread's fp32 scratch, rows of Dp floats, 64-byte aligned */
-    float *q, *acc, *m, *l, *k, *v, *prob, *tmp;
+    float *q, *acc, *m, *l, *prob, *tmp;
+    float *k, *v; /* the key tile in fp32: [kv head of the item][KT][Dp], K and V */
 } scratch;
 
 typedef struct plan {
-    int G, Dp, QT;
+    int G, Dp, QT, KH; /* KH: kv heads per work item */
     float scale;
     float *part_acc, *part_ml; /* split partials: acc rows [*, Dp] and (m, l) pairs */
 } plan;
@@ -210,6 +227,42 @@ static inline float hsum16(const float *restrict a) {
     return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
+#if defined(__AVX512F__)
+/* {sum(a), sum(b), sum(c), sum(d)}: four 16-lane sums reduced together in a fixed order (gcc makes the scalar
+ * tree of hsum16 into ~15 scalar shuffles and adds per row, which cost as much as the dot product itself). */
+static inline __m128 hsum4_avx512(__m512 a, __m512 b, __m512 c, __m512 d) {
+#define KV_HALVES(x) _mm256_add_ps(_mm512_castps512_ps256(x), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))
+    const __m256 ab = _mm256_hadd_ps(KV_HALVES(a), KV_HALVES(b)), cd = _mm256_hadd_ps(KV_HALVES(c), KV_HALVES(d));
+#undef KV_HALVES
+    const __m256 abcd = _mm256_hadd_ps(ab, cd); /* [a b c d] partial sums in each 128-bit half */
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* tile_scores for AVX-512: the same dot products, 16 lanes per register, the four rows reduced at once */
+static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
+                                                              const float *restrict kt, int jlo, int jhi,
+                                                              float *restrict prob) {
+    const float *q0 = qr, *q1 = qr + (NR > 1 ? Dp : 0), *q2 = qr + (NR > 2 ? 2 * Dp : 0),
+                *q3 = qr + (NR > 3 ? 3 * Dp : 0);
+    for (int j = jlo; j < jhi; j++) {
+        const float *restrict k = kt + (int64_t)j * Dp;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int d0 = 0; d0 < Dp; d0 += 16) {
+            const __m512 kd = _mm512_loadu_ps(k + d0);
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + d0), kd, a0);
+            if (NR > 1) a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + d0), kd, a1);
+            if (NR > 2) a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + d0), kd, a2);
+            if (NR > 3) a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q3 + d0), kd, a3);
+        }
+        float sums[4];
+        _mm_storeu_ps(sums, hsum4_avx512(a0, a1, a2, a3));
+        prob[j] = sums[0];
+        if (NR > 1) prob[KT + j] = sums[1];
+        if (NR > 2) prob[2 * KT + j] = sums[2];
+        if (NR > 3) prob[3 * KT + j] = sums[3];
+    }
+}
+#else
 /* Scores of NR query rows (sharing one mask) against keys [jlo, jhi) of the tile, written to prob rows.
  * Each dot product keeps 16 lanes of partial sums in a register (Dp is a multiple of 16). */
 static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
@@ -235,7 +288,65 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
         if (NR > 3) prob[3 * KT + j] = hsum16(a3);
     }
 }
+#endif
 
+#if defined(__AVX512F__)
+/* tile_pv for AVX-512: accumulators as named registers (the portable arrays end up on the stack in the big
+ * function this is inlined into, a store and reload per key), 32 channels per pass to halve the prob broadcasts */
+static inline __attribute__((always_inline)) void tile_pv(const int NR, float *restrict acc, int Dp,
+                                                          const float *restrict vt, int jlo, int jhi,
+                                                          const float *restrict prob) {
+    float *acc1 = acc + (NR > 1 ? Dp : 0), *acc2 = acc + (NR > 2 ? 2 * Dp : 0), *acc3 = acc + (NR > 3 ? 3 * Dp : 0);
+    int d0 = 0;
+    for (; d0 + 32 <= Dp; d0 += 32) {
+        __m512 a0 = _mm512_loadu_ps(acc + d0), b0 = _mm512_loadu_ps(acc + d0 + 16);
+        __m512 a1 = _mm512_loadu_ps(acc1 + d0), b1 = _mm512_loadu_ps(acc1 + d0 + 16);
+        __m512 a2 = _mm512_loadu_ps(acc2 + d0), b2 = _mm512_loadu_ps(acc2 + d0 + 16);
+        __m512 a3 = _mm512_loadu_ps(acc3 + d0), b3 = _mm512_loadu_ps(acc3 + d0 + 16);
+        for (int j = jlo; j < jhi; j++) {
+            const __m512 v = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0), w = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0 + 16);
+            const __m512 p0 = _mm512_set1_ps(prob[j]);
+            a0 = _mm512_fmadd_ps(p0, v, a0);
+            b0 = _mm512_fmadd_ps(p0, w, b0);
+            if (NR > 1) {
+                const __m512 p1 = _mm512_set1_ps(prob[KT + j]);
+                a1 = _mm512_fmadd_ps(p1, v, a1);
+                b1 = _mm512_fmadd_ps(p1, w, b1);
+            }
+            if (NR > 2) {
+                const __m512 p2 = _mm512_set1_ps(prob[2 * KT + j]);
+                a2 = _mm512_fmadd_ps(p2, v, a2);
+                b2 = _mm512_fmadd_ps(p2, w, b2);
+            }
+            if (NR > 3) {
+                const __m512 p3 = _mm512_set1_ps(prob[3 * KT + j]);
+                a3 = _mm512_fmadd_ps(p3, v, a3);
+                b3 = _mm512_fmadd_ps(p3, w, b3);
+            }
+        }
+        _mm512_storeu_ps(acc + d0, a0);
+        _mm512_storeu_ps(acc + d0 + 16, b0);
+        if (NR > 1) _mm512_storeu_ps(acc1 + d0, a1), _mm512_storeu_ps(acc1 + d0 + 16, b1);
+        if (NR > 2) _mm512_storeu_ps(acc2 + d0, a2), _mm512_storeu_ps(acc2 + d0 + 16, b2);
+        if (NR > 3) _mm512_storeu_ps(acc3 + d0, a3), _mm512_storeu_ps(acc3 + d0 + 16, b3);
+    }
+    for (; d0 < Dp; d0 += 16) {
+        __m512 a0 = _mm512_loadu_ps(acc + d0), a1 = _mm512_loadu_ps(acc1 + d0), a2 = _mm512_loadu_ps(acc2 + d0),
+               a3 = _mm512_loadu_ps(acc3 + d0);
+        for (int j = jlo; j < jhi; j++) {
+            const __m512 v = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(prob[j]), v, a0);
+            if (NR > 1) a1 = _mm512_fmadd_ps(_mm512_set1_ps(prob[KT + j]), v, a1);
+            if (NR > 2) a2 = _mm512_fmadd_ps(_mm512_set1_ps(prob[2 * KT + j]), v, a2);
+            if (NR > 3) a3 = _mm512_fmadd_ps(_mm512_set1_ps(prob[3 * KT + j]), v, a3);
+        }
+        _mm512_storeu_ps(acc + d0, a0);
+        if (NR > 1) _mm512_storeu_ps(acc1 + d0, a1);
+        if (NR > 2) _mm512_storeu_ps(acc2 + d0, a2);
+        if (NR > 3) _mm512_storeu_ps(acc3 + d0, a3);
+    }
+}
+#else
 /* acc rows += prob rows x V tile over keys [jlo, jhi), 16 channels at a time held in registers. */
 static inline __attribute__((always_inline)) void tile_pv(const int NR, float *restrict acc, int Dp,
                                                           const float *restrict vt, int jlo, int jhi,
@@ -267,6 +378,7 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
         }
     }
 }
+#endif
 
 /* Online-softmax update of one row for keys [jlo, jhi) of the tile starting at key index kt0: softcap, ALiBi,
  * new running max, rescale of the running sum and accumulator; leaves exp(score - max) in prob. */
@@ -295,81 +407,105 @@ static inline void softmax_update(const kvattn_params *p, float *restrict prob, 
 
 /* rows (query-major: row r = ii * G + g) of NR heads of one query against one tile */
 static inline __attribute__((always_inline)) void tile_rows(const int NR, const kvattn_params *p, const plan *pl,
-                                                            scratch *w, int r0, int g0, int kv_head, int b,
-                                                            int jlo, int jhi, int32_t kt0, int32_t qpos) {
+                                                            scratch *w, const float *kt, const float *vt, int r0,
+                                                            int g0, int kv_head, int b, int jlo, int jhi, int32_t kt0,
+                                                            int32_t qpos) {
     const int Dp = pl->Dp;
-    tile_scores(NR, w->q + (int64_t)r0 * Dp, Dp, w->k, jlo, jhi, w->prob);
+    tile_scores(NR, w->q + (int64_t)r0 * Dp, Dp, kt, jlo, jhi, w->prob);
     for (int r = 0; r < NR; r++) {
         float slope = 0.0f;
         if (p->alibi_slopes) slope = p->alibi_slopes[(int64_t)b * p->alibi_batch_stride + kv_head * pl->G + g0 + r];
         softmax_update(p, w->prob + r * KT, jlo, jhi, kt0, slope, qpos, w->m + r0 + r, w->l + r0 + r,
                        w->acc + (int64_t)(r0 + r) * Dp, Dp);
     }
-    tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, w->v, jlo, jhi, w->prob);
+    tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, vt, jlo, jhi, w->prob);
 }
 
+/* Asks for the token row at cache position pos (the item's kv heads, K and V) ahead of its use: rows are scattered
+ * over pages or 2 KiB apart, and the hardware prefetcher stops at every 4 KiB page. A prefetch never faults, so a
+ * line past the tensor's end would be harmless. always_inline: as a function of its own, gcc's IPA finds it has no
+ * side effect and deletes every call. */
+static inline __attribute__((always_inline)) void prefetch_row(const kvattn_params *p, const work_item *it, int b,
+                                                               int32_t crow, int32_t pos) {
+    const int esize = kv_dtype_size(p->dtype);
+    const int64_t row_bytes = (int64_t)p->head_dim * esize;
+    const int64_t ko = kv_cache_offset(p, b, crow, pos, it->kv_head0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+    const int64_t vo = kv_cache_offset(p, b, crow, pos, it->kv_head0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+    if (ko < 0 || vo < 0) return;
+    for (int hh = 0; hh < it->n_kv; hh++) {
+        const char *k = (const char *)p->k_cache + (ko + (int64_t)hh * p->k_head_stride) * esize;
+        const char *v = (const char *)p->v_cache + (vo + (int64_t)hh * p->v_head_stride) * esize;
+        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(k + byte, 0, PREFETCH_LEVEL);
+        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(v + byte, 0, PREFETCH_LEVEL);
+    }
+}
+
+/* One work item: rows r = (hh * nq + ii) * G + g (kv head kv_head0 + hh, query q0 + ii, query head g of the group)
+ * against keys [klo, khi) in tiles of KT. Per tile, the cache offsets of its positions are resolved once (the offset
+ * of kv head h is that of head 0 plus h * head_stride, as in kv_cache_offset), then each kv head's K and V rows are
+ * converted to fp32 and its G * nq rows updated. */
 static void run_item(const kvattn_params *p, const plan *pl, const work_item *it, scratch *w) {
-    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b, kvh = it->kv_head;
+    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b;
     const kv_seq s = kv_seq_get(p, b);
     const int32_t s_k = s.S + s.n_new - s.L, crow = p->cache_batch_idx ? p->cache_batch_idx[b] : b;
     const int varq = p->cu_seqlens_q != NULL;
-    const int R = G * it->nq;
-    const int esize = kv_dtype_size(p->dtype);
-    const int64_t row_bytes = (int64_t)D * esize;
+    const int RH = G * it->nq, R = RH * it->n_kv; /* rows per kv head, rows of the item */
 
     /* queries: fp32, rotated, pre-multiplied by the softmax scale */
-    for (int ii = 0; ii < it->nq; ii++) {
-        const int32_t i = it->q0 + ii;
-        for (int g = 0; g < G; g++) {
-            const int r = ii * G + g;
-            float *qr = w->q + (int64_t)r * Dp;
-            int64_t off = kv_row_offset(varq, b, s.q_row0, i, p->q_batch_stride, p->q_row_stride) +
-                          (int64_t)(kvh * G + g) * p->q_head_stride;
-            load_row(p->dtype, p->q, off, qr, D);
-            if (p->rotary_cos) rope_row(p, qr, s.S + s.n_new - s.n_q + i, w->tmp);
-            for (int d = 0; d < D; d++) qr[d] *= pl->scale;
-            w->m[r] = -INFINITY;
-            w->l[r] = 0.0f;
-            memset(w->acc + (int64_t)r * Dp, 0, (size_t)Dp * 4);
+    for (int hh = 0; hh < it->n_kv; hh++)
+        for (int ii = 0; ii < it->nq; ii++) {
+            const int32_t i = it->q0 + ii;
+            for (int g = 0; g < G; g++) {
+                const int r = hh * RH + ii * G + g;
+                float *qr = w->q + (int64_t)r * Dp;
+                int64_t off = kv_row_offset(varq, b, s.q_row0, i, p->q_batch_stride, p->q_row_stride) +
+                              (int64_t)((it->kv_head0 + hh) * G + g) * p->q_head_stride;
+                load_row(p->dtype, p->q, off, qr, D);
+                if (p->rotary_cos) rope_row(p, qr, s.S + s.n_new - s.n_q + i, w->tmp);
+                for (int d = 0; d < D; d++) qr[d] *= pl->scale;
+                w->m[r] = -INFINITY;
+                w->l[r] = 0.0f;
+                memset(w->acc + (int64_t)r * Dp, 0, (size_t)Dp * 4);
+            }
         }
-    }
 
     for (int32_t kt0 = it->klo; kt0 < it->khi; kt0 += KT) {
         const int nk = it->khi - kt0 < KT ? it->khi - kt0 : KT;
+        /* the tile's token rows, in memory order (position by position, its kv heads side by side) into one fp32
+         * tile per kv head, asking for the rows PREFETCH_KEYS positions ahead as we go */
         for (int j = 0; j < nk; j++) {
             const int32_t pos = s.L + kt0 + j;
-            int64_t ko = kv_cache_offset(p, b, crow, pos, kvh, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
-            int64_t vo = kv_cache_offset(p, b, crow, pos, kvh, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
-            if (ko < 0 || vo < 0) { /* cannot happen after check_data; never read out of bounds anyway */
-                memset(w->k + (int64_t)j * Dp, 0, (size_t)D * 4);
-                memset(w->v + (int64_t)j * Dp, 0, (size_t)D * 4);
-                continue;
-            }
-            if (kt0 + j + PREFETCH_KEYS < it->khi) {
-                /* rows of one kv head are strided (NHD) or paged: the hardware prefetcher stops at every 4 KiB
-                 * page, so ask for the row PREFETCH_KEYS keys ahead ourselves */
-                int64_t kp = kv_cache_offset(p, b, crow, pos + PREFETCH_KEYS, kvh, p->k_batch_stride, p->k_row_stride,
-                                             p->k_head_stride);
-                int64_t vp = kv_cache_offset(p, b, crow, pos + PREFETCH_KEYS, kvh, p->v_batch_stride, p->v_row_stride,
-                                             p->v_head_stride);
-                for (int64_t byte = 0; byte < row_bytes; byte += 64) {
-                    if (kp >= 0) __builtin_prefetch((const char *)p->k_cache + kp * esize + byte);
-                    if (vp >= 0) __builtin_prefetch((const char *)p->v_cache + vp * esize + byte);
+            const int64_t ko = kv_cache_offset(p, b, crow, pos, 0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+            const int64_t vo = kv_cache_offset(p, b, crow, pos, 0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+            if (kt0 + j + PREFETCH_KEYS < it->khi) prefetch_row(p, it, b, crow, pos + PREFETCH_KEYS);
+            for (int hh = 0; hh < it->n_kv; hh++) {
+                float *kf = w->k + ((int64_t)hh * KT + j) * Dp, *vf = w->v + ((int64_t)hh * KT + j) * Dp;
+                const int kvh = it->kv_head0 + hh;
+                if (ko < 0 || vo < 0) { /* cannot happen after check_data; never read out of bounds anyway */
+                    memset(kf, 0, (size_t)D * 4);
+                    memset(vf, 0, (size_t)D * 4);
+                    continue;
                 }
+                /* kv head kvh is at + kvh * head_stride from head 0 (kv_cache_offset is linear in the head) */
+                load_row(p->dtype, p->k_cache, ko + (int64_t)kvh * p->k_head_stride, kf, D);
+                load_row(p->dtype, p->v_cache, vo + (int64_t)kvh * p->v_head_stride, vf, D);
             }
-            load_row(p->dtype, p->k_cache, ko, w->k + (int64_t)j * Dp, D);
-            load_row(p->dtype, p->v_cache, vo, w->v + (int64_t)j * Dp, D);
         }
-        for (int ii = 0; ii < it->nq; ii++) {
-            const int32_t i = it->q0 + ii;
-            kv_range rg = kv_visible_keys(i, s.n_q, s_k, p->causal, p->window_left, p->window_right);
-            int jlo = rg.lo - kt0 > 0 ? rg.lo - kt0 : 0, jhi = rg.hi - kt0 < nk ? rg.hi - kt0 : nk;
-            if (jlo >= jhi) continue; /* this tile lies wholly outside the row's visible keys */
-            const int32_t qpos = i + s_k - s.n_q;
-            int g0 = 0;
-            for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
-            for (; g0 + 2 <= G; g0 += 2) tile_rows(2, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
-            for (; g0 < G; g0++) tile_rows(1, p, pl, w, ii * G + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+        for (int hh = 0; hh < it->n_kv; hh++) {
+            const int kvh = it->kv_head0 + hh;
+            const float *kt = w->k + (int64_t)hh * KT * Dp, *vt = w->v + (int64_t)hh * KT * Dp;
+            for (int ii = 0; ii < it->nq; ii++) {
+                const int32_t i = it->q0 + ii;
+                kv_range rg = kv_visible_keys(i, s.n_q, s_k, p->causal, p->window_left, p->window_right);
+                int jlo = rg.lo - kt0 > 0 ? rg.lo - kt0 : 0, jhi = rg.hi - kt0 < nk ? rg.hi - kt0 : nk;
+                if (jlo >= jhi) continue; /* this tile lies wholly outside the row's visible keys */
+                const int32_t qpos = i + s_k - s.n_q;
+                const int r0 = hh * RH + ii * G;
+                int g0 = 0;
+                for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+                for (; g0 + 2 <= G; g0 += 2) tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+                for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+            }
         }
     }
 
@@ -383,8 +519,8 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
             pl->part_ml[2 * pr + 1] = w->l[r];
             continue;
         }
-        const int32_t i = it->q0 + r / G;
-        const int h = kvh * G + r % G;
+        const int32_t i = it->q0 + (r % RH) / G;
+        const int h = (it->kv_head0 + r / RH) * G + r % G;
         float *o = w->tmp;
         const float inv = w->l[r] > 0.0f ? 1.0f / w->l[r] : 0.0f;
         for (int d = 0; d < D; d++) o[d] = acc[d] * inv;
@@ -401,7 +537,7 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
 
 /* Combines the nsplit partials of the item whose split is 0, in split order (deterministic). */
 static void combine_item(const kvattn_params *p, const plan *pl, const work_item *it, float *restrict o) {
-    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b, R = G * it->nq;
+    const int G = pl->G, Dp = pl->Dp, D = p->head_dim, b = it->b, RH = G * it->nq, R = RH * it->n_kv;
     const kv_seq s = kv_seq_get(p, b);
     const int varq = p->cu_seqlens_q != NULL;
     for (int r = 0; r < R; r++) {
@@ -422,8 +558,8 @@ static void combine_item(const kvattn_params *p, const plan *pl, const work_item
         }
         const float inv = L > 0.0f ? 1.0f / L : 0.0f;
         for (int d = 0; d < D; d++) o[d] *= inv;
-        const int32_t i = it->q0 + r / G;
-        const int h = it->kv_head * G + r % G;
+        const int32_t i = it->q0 + (r % RH) / G;
+        const int h = (it->kv_head0 + r / RH) * G + r % G;
         store_row(p->dtype, p->out,
                   kv_row_offset(varq, b, s.q_row0, i, p->out_batch_stride, p->out_row_stride) + (int64_t)h * p->out_head_stride,
                   o, D);
@@ -435,45 +571,48 @@ static void combine_item(const kvattn_params *p, const plan *pl, const work_item
     }
 }
 
-/* The work items of sequence b for one kv head (its query tiles x key splits), written to out when not NULL;
- * returns their number. Split decisions use only this sequence's own lengths (so batch invariance holds). */
+/* The work items of sequence b (kv head groups of KH x query tiles x key splits, the splits of one group adjacent
+ * and in order), written to out when not NULL; returns their number. Split decisions use only this sequence's own
+ * lengths (so batch invariance holds); grouping kv heads into items changes no result, each head is computed alone. */
 static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work_item *out) {
     const kv_seq s = kv_seq_get(p, b);
     const int32_t s_k = s.S + s.n_new - s.L;
     const int32_t ntiles = (s.n_q + pl->QT - 1) / pl->QT;
     int64_t n = 0;
-    for (int32_t t = 0; t < ntiles; t++) {
-        const int32_t q0 = t * pl->QT, nq = s.n_q - q0 < pl->QT ? s.n_q - q0 : pl->QT;
-        int32_t klo = kv_visible_keys(q0, s.n_q, s_k, p->causal, p->window_left, p->window_right).lo;
-        int32_t khi = kv_visible_keys(q0 + nq - 1, s.n_q, s_k, p->causal, p->window_left, p->window_right).hi;
-        if (khi < klo) khi = klo;
-        int32_t nsplit = 1;
-        if (ntiles == 1 && p->num_splits != 1) {
-            /* automatic: one split per SPLIT_KEYS keys; num_splits = n asks for n (at most one per key tile) */
-            nsplit = p->num_splits > 1 ? p->num_splits : (khi - klo + SPLIT_KEYS - 1) / SPLIT_KEYS;
-            if (nsplit > (khi - klo + KT - 1) / KT) nsplit = (khi - klo + KT - 1) / KT;
-            if (nsplit < 1) nsplit = 1;
-        }
-        int32_t chunk = (khi - klo + nsplit - 1) / nsplit;
-        chunk = (chunk + KT - 1) / KT * KT;
-        if (chunk < KT) chunk = KT;
-        if (nsplit > 1) nsplit = (khi - klo + chunk - 1) / chunk;
-        for (int32_t sp = 0; sp < nsplit; sp++) {
-            if (out) {
-                work_item *it = &out[n];
-                it->b = b;
-                it->kv_head = 0;
-                it->q0 = q0;
-                it->nq = nq;
-                it->klo = klo + sp * chunk;
-                it->khi = it->klo + chunk < khi ? it->klo + chunk : khi;
-                it->split = sp;
-                it->nsplit = nsplit;
-                it->part = -1;
+    for (int32_t h0 = 0; h0 < p->num_kv_heads; h0 += pl->KH)
+        for (int32_t t = 0; t < ntiles; t++) {
+            const int32_t q0 = t * pl->QT, nq = s.n_q - q0 < pl->QT ? s.n_q - q0 : pl->QT;
+            int32_t klo = kv_visible_keys(q0, s.n_q, s_k, p->causal, p->window_left, p->window_right).lo;
+            int32_t khi = kv_visible_keys(q0 + nq - 1, s.n_q, s_k, p->causal, p->window_left, p->window_right).hi;
+            if (khi < klo) khi = klo;
+            int32_t nsplit = 1;
+            if (ntiles == 1 && p->num_splits != 1) {
+                /* automatic: one split per SPLIT_KEYS keys; num_splits = n asks for n (at most one per key tile) */
+                nsplit = p->num_splits > 1 ? p->num_splits : (khi - klo + SPLIT_KEYS - 1) / SPLIT_KEYS;
+                if (nsplit > (khi - klo + KT - 1) / KT) nsplit = (khi - klo + KT - 1) / KT;
+                if (nsplit < 1) nsplit = 1;
             }
-            n++;
+            int32_t chunk = (khi - klo + nsplit - 1) / nsplit;
+            chunk = (chunk + KT - 1) / KT * KT;
+            if (chunk < KT) chunk = KT;
+            if (nsplit > 1) nsplit = (khi - klo + chunk - 1) / chunk;
+            for (int32_t sp = 0; sp < nsplit; sp++) {
+                if (out) {
+                    work_item *it = &out[n];
+                    it->b = b;
+                    it->kv_head0 = h0;
+                    it->n_kv = p->num_kv_heads - h0 < pl->KH ? p->num_kv_heads - h0 : pl->KH;
+                    it->q0 = q0;
+                    it->nq = nq;
+                    it->klo = klo + sp * chunk;
+                    it->khi = it->klo + chunk < khi ? it->klo + chunk : khi;
+                    it->split = sp;
+                    it->nsplit = nsplit;
+                    it->part = -1;
+                }
+                n++;
+            }
         }
-    }
     return n;
 }
 
@@ -502,40 +641,50 @@ int kv_cpu_forward(const kvattn_params *p) {
     }
     if (pl.QT > max_nq && max_nq > 0) pl.QT = max_nq;
 
-    /* the flat work list: per sequence its tiles x splits, repeated for every kv head */
-    int64_t per_head_total = 0;
-    for (int32_t b = 0; b < B; b++) per_head_total += seq_items(p, &pl, b, NULL);
-    const int64_t n_items = per_head_total * Hk;
+    /* kv heads per item: as many as keep the item's rows within ITEM_ROWS (all of them for decode) */
+    pl.KH = ITEM_ROWS / (pl.G * pl.QT);
+    if (pl.KH < 1) pl.KH = 1;
+    if (pl.KH > Hk) pl.KH = Hk;
+
+    /* the flat work list, and its size in multiply-adds (which decides how many threads it is worth) */
+    int64_t n_items = 0;
+    for (int32_t b = 0; b < B; b++) n_items += seq_items(p, &pl, b, NULL);
     work_item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
     if (!items) return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld work items", (long long)n_items);
-    int64_t n = 0, part_rows = 0;
+    int64_t n = 0, part_rows = 0, work = 0;
     for (int32_t b = 0; b < B; b++) {
-        int64_t k = seq_items(p, &pl, b, items + n);
-        for (int kvh = 1; kvh < Hk; kvh++) memcpy(items + n + kvh * k, items + n, (size_t)k * sizeof *items);
-        for (int kvh = 0; kvh < Hk; kvh++)
-            for (int64_t x = 0; x < k; x++) {
-                work_item *it = &items[n + kvh * k + x];
-                it->kv_head = kvh;
-                if (it->nsplit > 1) {
-                    if (it->split == 0) {
-                        it->part = part_rows;
-                        part_rows += (int64_t)it->nsplit * pl.G * it->nq;
-                    } else {
-                        it->part = (it - it->split)->part;
-                    }
+        const int64_t k = seq_items(p, &pl, b, items + n);
+        for (int64_t x = n; x < n + k; x++) {
+            work_item *it = &items[x];
+            if (it->nsplit > 1) {
+                if (it->split == 0) {
+                    it->part = part_rows;
+                    part_rows += (int64_t)it->nsplit * it->n_kv * pl.G * it->nq;
+                } else {
+                    it->part = (it - it->split)->part;
                 }
             }
-        n += k * Hk;
+            work += (int64_t)(it->khi - it->klo) * it->n_kv * (2 * pl.G * it->nq + 2) * D;
+        }
+        n += k;
+        if (p->k_new) work += (int64_t)kv_seq_get(p, b).n_new * Hk * D * 2;
     }
 
+    /* threads: one per MIN_WORK_PER_THREAD multiply-adds, so a small call (a decode step over short caches) runs on
+     * the calling thread and never waits at a barrier for a thread the OS has not scheduled */
 #ifdef _OPENMP
-    const int nthreads = omp_get_max_threads();
+    int nthreads = omp_get_max_threads();
 #else
-    const int nthreads = 1;
+    int nthreads = 1;
 #endif
-    const int64_t rows = (int64_t)pl.G * pl.QT, Dp = pl.Dp;
-    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * KT * Dp + 4 * KT + 4 * Dp + 64 + 15) / 16 * 16;
-    float *scr = alloc_floats(per_thread * nthreads + 16 * nthreads);
+    if (nthreads > 1 + work / MIN_WORK_PER_THREAD) nthreads = (int)(1 + work / MIN_WORK_PER_THREAD);
+    if (nthreads > n_items && nthreads > B) nthreads = (int)(n_items > B ? n_items : B);
+    if (nthreads < 1) nthreads = 1;
+
+    const int64_t rows = (int64_t)pl.KH * pl.G * pl.QT, Dp = pl.Dp;
+    const int64_t tmp_floats = 4 * Dp + 64; /* rope_row / append_seq / the output row */
+    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + tmp_floats + 15) / 16 * 16;
+    float *scr = alloc_floats(per_thread * nthreads);
     pl.part_acc = part_rows ? alloc_floats(part_rows * Dp) : NULL;
     pl.part_ml = part_rows ? alloc_floats(part_rows * 2) : NULL;
     if (!scr || (part_rows && (!pl.part_acc || !pl.part_ml))) {
@@ -547,35 +696,30 @@ int kv_cpu_forward(const kvattn_params *p) {
                             (long long)((per_thread * nthreads + part_rows * (Dp + 2)) * 4));
     }
 
-    /* phase 2: append (after every check passed) */
-#pragma omp parallel for schedule(dynamic) num_threads(nthreads)
-    for (int32_t b = 0; b < B; b++) {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
-        if (p->k_new) append_seq(p, b, scr + tid * (per_thread + 16) + (per_thread - 4 * Dp - 64));
-    }
-
-    /* phase 3: attention */
-#pragma omp parallel num_threads(nthreads)
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
 #ifdef _OPENMP
         const int tid = omp_get_thread_num();
 #else
         const int tid = 0;
 #endif
-        float *base = scr + tid * (per_thread + 16);
+        float *base = scr + tid * per_thread;
         scratch w;
         w.q = base;
         w.acc = w.q + rows * Dp;
         w.k = w.acc + rows * Dp;
-        w.v = w.k + KT * Dp;
-        w.prob = w.v + KT * Dp;
+        w.v = w.k + pl.KH * KT * Dp;
+        w.prob = w.v + pl.KH * KT * Dp;
         w.m = w.prob + 4 * KT;
         w.l = w.m + rows;
-        w.tmp = base + (per_thread - 4 * Dp - 64);
+        w.tmp = w.l + rows;
+
+        /* phase 2: append (after every check passed) */
+        if (p->k_new) {
+#pragma omp for schedule(dynamic)
+            for (int32_t b = 0; b < B; b++) append_seq(p, b, w.tmp);
+        }
+        /* phase 3: attention, then the fixed-order combine of key splits */
 #pragma omp for schedule(dynamic)
         for (int64_t x = 0; x < n_items; x++) run_item(p, &pl, &items[x], &w);
 #pragma omp for schedule(dynamic)
