@@ -26,8 +26,7 @@
 #define MIN_WORK_PER_THREAD (1 << 22) /* multiply-adds (about 0.3 ms on one core) worth waking another thread for */
 #define SPLIT_KEYS 1024   /* automatic split: keys per split for single-query-tile (decode-like) sequences */
 #define ALIGN 64
-#define PREFETCH_KEYS 16   /* software prefetch distance in cache positions (token rows) */
-#define PREFETCH_LEVEL 2  /* __builtin_prefetch locality (AMD fills L1 for every level) */
+#define PREFETCH_LEVEL 2  /* __builtin_prefetch locality: 2 = L2 (AMD fills L1 too) */
 
 /* ---- element conversions (round to nearest even), fp32 <-> fp16 / bf16 --------------------------------- */
 static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -210,7 +209,9 @@ typedef struct work_item {
 
 typedef struct scratch { /* one thread's fp32 scratch, rows of Dp floats, 64-byte aligned */
     float *q, *acc, *m, *l, *prob, *tmp;
-    float *k, *v; /* the key tile in fp32: [kv head of the item][KT][Dp], K and V */
+    float *k, *v;          /* the key tile in fp32: [kv head of the item][KT][Dp], K and V */
+    int64_t *k_off, *v_off; /* cache offsets (kv head 0) of the tile's positions */
+    int32_t *jlo, *jhi;     /* visible part of the tile, per query of the item */
 } scratch;
 
 typedef struct plan {
@@ -227,7 +228,24 @@ static inline float hsum16(const float *restrict a) {
     return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
+/* Where a tile's keys (or values) are: rows of an fp32 tile [KT][Dp], or, on the AVX-512 decode path, the cache
+ * rows themselves (fp16/bf16, row j at raw + off[j], D a multiple of 16), converted in registers: with a handful of
+ * query rows per kv head, writing and re-reading an fp32 copy costs more than the dot products. */
+typedef struct key_rows {
+    const float *f32;
+    const uint16_t *raw;
+    const int64_t *off;
+    int bf16;
+} key_rows;
+
 #if defined(__AVX512F__)
+/* channels [d0, d0 + 16) of row j, as fp32 */
+static inline __m512 load16(const key_rows kr, int j, int d0, int Dp) {
+    if (kr.f32) return _mm512_loadu_ps(kr.f32 + (int64_t)j * Dp + d0);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(kr.raw + kr.off[j] + d0));
+    return kr.bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
+}
+
 /* {sum(a), sum(b), sum(c), sum(d)}: four 16-lane sums reduced together in a fixed order (gcc makes the scalar
  * tree of hsum16 into ~15 scalar shuffles and adds per row, which cost as much as the dot product itself). */
 static inline __m128 hsum4_avx512(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -240,15 +258,14 @@ static inline __m128 hsum4_avx512(__m512 a, __m512 b, __m512 c, __m512 d) {
 
 /* tile_scores for AVX-512: the same dot products, 16 lanes per register, the four rows reduced at once */
 static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
-                                                              const float *restrict kt, int jlo, int jhi,
+                                                              const key_rows kt, int jlo, int jhi,
                                                               float *restrict prob) {
     const float *q0 = qr, *q1 = qr + (NR > 1 ? Dp : 0), *q2 = qr + (NR > 2 ? 2 * Dp : 0),
                 *q3 = qr + (NR > 3 ? 3 * Dp : 0);
     for (int j = jlo; j < jhi; j++) {
-        const float *restrict k = kt + (int64_t)j * Dp;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int d0 = 0; d0 < Dp; d0 += 16) {
-            const __m512 kd = _mm512_loadu_ps(k + d0);
+            const __m512 kd = load16(kt, j, d0, Dp);
             a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + d0), kd, a0);
             if (NR > 1) a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + d0), kd, a1);
             if (NR > 2) a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q2 + d0), kd, a2);
@@ -266,8 +283,9 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
 /* Scores of NR query rows (sharing one mask) against keys [jlo, jhi) of the tile, written to prob rows.
  * Each dot product keeps 16 lanes of partial sums in a register (Dp is a multiple of 16). */
 static inline __attribute__((always_inline)) void tile_scores(const int NR, const float *restrict qr, int Dp,
-                                                              const float *restrict kt, int jlo, int jhi,
+                                                              const key_rows keys, int jlo, int jhi,
                                                               float *restrict prob) {
+    const float *restrict kt = keys.f32; /* the portable path always has an fp32 tile */
     const float *q0 = qr, *q1 = qr + (NR > 1 ? Dp : 0), *q2 = qr + (NR > 2 ? 2 * Dp : 0),
                 *q3 = qr + (NR > 3 ? 3 * Dp : 0);
     for (int j = jlo; j < jhi; j++) {
@@ -294,7 +312,7 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
 /* tile_pv for AVX-512: accumulators as named registers (the portable arrays end up on the stack in the big
  * function this is inlined into, a store and reload per key), 32 channels per pass to halve the prob broadcasts */
 static inline __attribute__((always_inline)) void tile_pv(const int NR, float *restrict acc, int Dp,
-                                                          const float *restrict vt, int jlo, int jhi,
+                                                          const key_rows vt, int jlo, int jhi,
                                                           const float *restrict prob) {
     float *acc1 = acc + (NR > 1 ? Dp : 0), *acc2 = acc + (NR > 2 ? 2 * Dp : 0), *acc3 = acc + (NR > 3 ? 3 * Dp : 0);
     int d0 = 0;
@@ -304,7 +322,7 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
         __m512 a2 = _mm512_loadu_ps(acc2 + d0), b2 = _mm512_loadu_ps(acc2 + d0 + 16);
         __m512 a3 = _mm512_loadu_ps(acc3 + d0), b3 = _mm512_loadu_ps(acc3 + d0 + 16);
         for (int j = jlo; j < jhi; j++) {
-            const __m512 v = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0), w = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0 + 16);
+            const __m512 v = load16(vt, j, d0, Dp), w = load16(vt, j, d0 + 16, Dp);
             const __m512 p0 = _mm512_set1_ps(prob[j]);
             a0 = _mm512_fmadd_ps(p0, v, a0);
             b0 = _mm512_fmadd_ps(p0, w, b0);
@@ -334,7 +352,7 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
         __m512 a0 = _mm512_loadu_ps(acc + d0), a1 = _mm512_loadu_ps(acc1 + d0), a2 = _mm512_loadu_ps(acc2 + d0),
                a3 = _mm512_loadu_ps(acc3 + d0);
         for (int j = jlo; j < jhi; j++) {
-            const __m512 v = _mm512_loadu_ps(vt + (int64_t)j * Dp + d0);
+            const __m512 v = load16(vt, j, d0, Dp);
             a0 = _mm512_fmadd_ps(_mm512_set1_ps(prob[j]), v, a0);
             if (NR > 1) a1 = _mm512_fmadd_ps(_mm512_set1_ps(prob[KT + j]), v, a1);
             if (NR > 2) a2 = _mm512_fmadd_ps(_mm512_set1_ps(prob[2 * KT + j]), v, a2);
@@ -349,8 +367,9 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
 #else
 /* acc rows += prob rows x V tile over keys [jlo, jhi), 16 channels at a time held in registers. */
 static inline __attribute__((always_inline)) void tile_pv(const int NR, float *restrict acc, int Dp,
-                                                          const float *restrict vt, int jlo, int jhi,
+                                                          const key_rows values, int jlo, int jhi,
                                                           const float *restrict prob) {
+    const float *restrict vt = values.f32; /* the portable path always has an fp32 tile */
     for (int d0 = 0; d0 < Dp; d0 += 16) {
         float a0[16], a1[16], a2[16], a3[16];
         for (int u = 0; u < 16; u++) {
@@ -407,7 +426,7 @@ static inline void softmax_update(const kvattn_params *p, float *restrict prob, 
 
 /* rows (query-major: row r = ii * G + g) of NR heads of one query against one tile */
 static inline __attribute__((always_inline)) void tile_rows(const int NR, const kvattn_params *p, const plan *pl,
-                                                            scratch *w, const float *kt, const float *vt, int r0,
+                                                            scratch *w, const key_rows kt, const key_rows vt, int r0,
                                                             int g0, int kv_head, int b, int jlo, int jhi, int32_t kt0,
                                                             int32_t qpos) {
     const int Dp = pl->Dp;
@@ -421,22 +440,16 @@ static inline __attribute__((always_inline)) void tile_rows(const int NR, const 
     tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, vt, jlo, jhi, w->prob);
 }
 
-/* Asks for the token row at cache position pos (the item's kv heads, K and V) ahead of its use: rows are scattered
- * over pages or 2 KiB apart, and the hardware prefetcher stops at every 4 KiB page. A prefetch never faults, so a
- * line past the tensor's end would be harmless. always_inline: as a function of its own, gcc's IPA finds it has no
- * side effect and deletes every call. */
-static inline __attribute__((always_inline)) void prefetch_row(const kvattn_params *p, const work_item *it, int b,
-                                                               int32_t crow, int32_t pos) {
+/* Asks for the token row (the item's kv heads) at element offset off of a cache ahead of its use. A prefetch
+ * never faults, so a line past the tensor's end would be harmless. always_inline: as a function of its own, gcc's
+ * IPA finds it has no side effect and deletes every call. */
+static inline __attribute__((always_inline)) void prefetch_row(const kvattn_params *p, const work_item *it,
+                                                               const void *cache, int64_t off, int64_t head_stride) {
     const int esize = kv_dtype_size(p->dtype);
     const int64_t row_bytes = (int64_t)p->head_dim * esize;
-    const int64_t ko = kv_cache_offset(p, b, crow, pos, it->kv_head0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
-    const int64_t vo = kv_cache_offset(p, b, crow, pos, it->kv_head0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
-    if (ko < 0 || vo < 0) return;
     for (int hh = 0; hh < it->n_kv; hh++) {
-        const char *k = (const char *)p->k_cache + (ko + (int64_t)hh * p->k_head_stride) * esize;
-        const char *v = (const char *)p->v_cache + (vo + (int64_t)hh * p->v_head_stride) * esize;
-        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(k + byte, 0, PREFETCH_LEVEL);
-        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(v + byte, 0, PREFETCH_LEVEL);
+        const char *row = (const char *)cache + (off + (int64_t)(it->kv_head0 + hh) * head_stride) * esize;
+        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte, 0, PREFETCH_LEVEL);
     }
 }
 
@@ -469,42 +482,86 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
             }
         }
 
+#if defined(__AVX512F__)
+    const int direct = p->dtype != KVATTN_F32 && D % 16 == 0 && RH <= 8; /* see key_rows */
+#else
+    const int direct = 0;
+#endif
     for (int32_t kt0 = it->klo; kt0 < it->khi; kt0 += KT) {
         const int nk = it->khi - kt0 < KT ? it->khi - kt0 : KT;
-        /* the tile's token rows, in memory order (position by position, its kv heads side by side) into one fp32
-         * tile per kv head, asking for the rows PREFETCH_KEYS positions ahead as we go */
+        /* cache offsets of the tile's positions, once per position: kv head h is at + h * head_stride from head 0
+         * (kv_cache_offset is linear in the head) */
+        int valid = 1;
         for (int j = 0; j < nk; j++) {
-            const int32_t pos = s.L + kt0 + j;
-            const int64_t ko = kv_cache_offset(p, b, crow, pos, 0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
-            const int64_t vo = kv_cache_offset(p, b, crow, pos, 0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
-            if (kt0 + j + PREFETCH_KEYS < it->khi) prefetch_row(p, it, b, crow, pos + PREFETCH_KEYS);
+            w->k_off[j] = kv_cache_offset(p, b, crow, s.L + kt0 + j, 0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+            w->v_off[j] = kv_cache_offset(p, b, crow, s.L + kt0 + j, 0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+            valid &= w->k_off[j] >= 0 && w->v_off[j] >= 0; /* always, after check_data */
+        }
+        /* the visible part [jlo, jhi) of the tile for each query of the item */
+        for (int ii = 0; ii < it->nq; ii++) {
+            kv_range rg = kv_visible_keys(it->q0 + ii, s.n_q, s_k, p->causal, p->window_left, p->window_right);
+            w->jlo[ii] = rg.lo - kt0 > 0 ? rg.lo - kt0 : 0;
+            w->jhi[ii] = rg.hi - kt0 < nk ? rg.hi - kt0 : nk;
+        }
+
+        if (direct && valid) {
+            /* Decode: each kv head's rows read in place (converted in registers); the next tile asked for ahead, a
+             * share of it per kv head so that the prefetches spread over this tile's work */
+            const int bf16 = p->dtype == KVATTN_BF16;
+            const int32_t next0 = kt0 + KT, next_n = it->khi - next0 < KT ? it->khi - next0 : KT;
+            for (int hh = 0; hh < it->n_kv; hh++) {
+                const int kvh = it->kv_head0 + hh;
+                for (int32_t j = next0 + next_n * hh / it->n_kv; j < next0 + next_n * (hh + 1) / it->n_kv; j++) {
+                    const int32_t pos = s.L + j;
+                    const int64_t ko = kv_cache_offset(p, b, crow, pos, 0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
+                    const int64_t vo = kv_cache_offset(p, b, crow, pos, 0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
+                    if (ko >= 0) prefetch_row(p, it, p->k_cache, ko, p->k_head_stride);
+                    if (vo >= 0) prefetch_row(p, it, p->v_cache, vo, p->v_head_stride);
+                }
+                const key_rows kt = {NULL, (const uint16_t *)p->k_cache + (int64_t)kvh * p->k_head_stride, w->k_off, bf16};
+                const key_rows vt = {NULL, (const uint16_t *)p->v_cache + (int64_t)kvh * p->v_head_stride, w->v_off, bf16};
+                for (int ii = 0; ii < it->nq; ii++) {
+                    if (w->jlo[ii] >= w->jhi[ii]) continue;
+                    const int32_t qpos = it->q0 + ii + s_k - s.n_q;
+                    const int r0 = hh * RH + ii * G;
+                    int g0 = 0;
+                    for (; g0 + 4 <= G; g0 += 4)
+                        tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+                    for (; g0 + 2 <= G; g0 += 2)
+                        tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+                    for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+                }
+            }
+            continue;
+        }
+
+        /* General: the tile's token rows, in memory order (position by position, its kv heads side by side) into
+         * one fp32 tile per kv head, then each kv head's rows against it. */
+        for (int j = 0; j < nk; j++)
             for (int hh = 0; hh < it->n_kv; hh++) {
                 float *kf = w->k + ((int64_t)hh * KT + j) * Dp, *vf = w->v + ((int64_t)hh * KT + j) * Dp;
                 const int kvh = it->kv_head0 + hh;
-                if (ko < 0 || vo < 0) { /* cannot happen after check_data; never read out of bounds anyway */
+                if (w->k_off[j] < 0 || w->v_off[j] < 0) { /* never read out of bounds */
                     memset(kf, 0, (size_t)D * 4);
                     memset(vf, 0, (size_t)D * 4);
                     continue;
                 }
-                /* kv head kvh is at + kvh * head_stride from head 0 (kv_cache_offset is linear in the head) */
-                load_row(p->dtype, p->k_cache, ko + (int64_t)kvh * p->k_head_stride, kf, D);
-                load_row(p->dtype, p->v_cache, vo + (int64_t)kvh * p->v_head_stride, vf, D);
+                load_row(p->dtype, p->k_cache, w->k_off[j] + (int64_t)kvh * p->k_head_stride, kf, D);
+                load_row(p->dtype, p->v_cache, w->v_off[j] + (int64_t)kvh * p->v_head_stride, vf, D);
             }
-        }
         for (int hh = 0; hh < it->n_kv; hh++) {
             const int kvh = it->kv_head0 + hh;
-            const float *kt = w->k + (int64_t)hh * KT * Dp, *vt = w->v + (int64_t)hh * KT * Dp;
+            const key_rows kt = {w->k + (int64_t)hh * KT * Dp, NULL, NULL, 0}, vt = {w->v + (int64_t)hh * KT * Dp, NULL, NULL, 0};
             for (int ii = 0; ii < it->nq; ii++) {
-                const int32_t i = it->q0 + ii;
-                kv_range rg = kv_visible_keys(i, s.n_q, s_k, p->causal, p->window_left, p->window_right);
-                int jlo = rg.lo - kt0 > 0 ? rg.lo - kt0 : 0, jhi = rg.hi - kt0 < nk ? rg.hi - kt0 : nk;
-                if (jlo >= jhi) continue; /* this tile lies wholly outside the row's visible keys */
-                const int32_t qpos = i + s_k - s.n_q;
+                if (w->jlo[ii] >= w->jhi[ii]) continue; /* this tile lies wholly outside the row's visible keys */
+                const int32_t qpos = it->q0 + ii + s_k - s.n_q;
                 const int r0 = hh * RH + ii * G;
                 int g0 = 0;
-                for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
-                for (; g0 + 2 <= G; g0 += 2) tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
-                for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, jlo, jhi, kt0, qpos);
+                for (; g0 + 4 <= G; g0 += 4)
+                    tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+                for (; g0 + 2 <= G; g0 += 2)
+                    tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+                for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
             }
         }
     }
@@ -683,7 +740,7 @@ int kv_cpu_forward(const kvattn_params *p) {
 
     const int64_t rows = (int64_t)pl.KH * pl.G * pl.QT, Dp = pl.Dp;
     const int64_t tmp_floats = 4 * Dp + 64; /* rope_row / append_seq / the output row */
-    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + tmp_floats + 15) / 16 * 16;
+    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + 4 * KT + 2 * pl.QT + tmp_floats + 15) / 16 * 16;
     float *scr = alloc_floats(per_thread * nthreads);
     pl.part_acc = part_rows ? alloc_floats(part_rows * Dp) : NULL;
     pl.part_ml = part_rows ? alloc_floats(part_rows * 2) : NULL;
@@ -709,8 +766,12 @@ int kv_cpu_forward(const kvattn_params *p) {
         w.acc = w.q + rows * Dp;
         w.k = w.acc + rows * Dp;
         w.v = w.k + pl.KH * KT * Dp;
-        w.prob = w.v + pl.KH * KT * Dp;
-        w.m = w.prob + 4 * KT;
+        w.prob = w.v + pl.KH * KT * Dp; /* [4 rows][KT] */
+        w.k_off = (int64_t *)(w.prob + 4 * KT);
+        w.v_off = w.k_off + KT;
+        w.jlo = (int32_t *)(w.v_off + KT);
+        w.jhi = w.jlo + pl.QT;
+        w.m = (float *)(w.jhi + pl.QT);
         w.l = w.m + rows;
         w.tmp = w.l + rows;
 
