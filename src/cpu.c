@@ -205,6 +205,7 @@ typedef struct work_item {
     int32_t klo, khi;    /* key indices (relative to L) this item reads */
     int32_t split, nsplit;
     int64_t part;        /* first partial row (nsplit > 1) */
+    int64_t group;       /* index of its split group's completion counter (nsplit > 1) */
 } work_item;
 
 typedef struct scratch { /* one thread's fp32 scratch, rows of Dp floats, 64-byte aligned */
@@ -666,6 +667,7 @@ static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work
                     it->split = sp;
                     it->nsplit = nsplit;
                     it->part = -1;
+                    it->group = -1;
                 }
                 n++;
             }
@@ -673,11 +675,31 @@ static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work
     return n;
 }
 
-static void *alloc_floats(int64_t n) {
+/* n floats, 64-byte aligned, zeroed if asked (the channels [D, Dp) of q rows and key tiles are read as zeros) */
+static void *alloc_floats(int64_t n, int zero) {
     size_t bytes = ((size_t)(n > 0 ? n : 1) * 4 + ALIGN - 1) / ALIGN * ALIGN;
     void *ptr = aligned_alloc(ALIGN, bytes);
-    if (ptr) memset(ptr, 0, bytes);
+    if (ptr && zero) memset(ptr, 0, bytes);
     return ptr;
+}
+
+/* One thread's scratch, carved from `base` (per_thread floats, see kv_cpu_forward) for items of at most `rows` rows. */
+static scratch scratch_at(float *base, const plan *pl, int64_t rows) {
+    const int64_t Dp = pl->Dp;
+    scratch w;
+    w.q = base;
+    w.acc = w.q + rows * Dp;
+    w.k = w.acc + rows * Dp;
+    w.v = w.k + (int64_t)pl->KH * KT * Dp;
+    w.prob = w.v + (int64_t)pl->KH * KT * Dp; /* [4 rows][KT] */
+    w.k_off = (int64_t *)(w.prob + 4 * KT);
+    w.v_off = w.k_off + KT;
+    w.jlo = (int32_t *)(w.v_off + KT);
+    w.jhi = w.jlo + pl->QT;
+    w.m = (float *)(w.jhi + pl->QT);
+    w.l = w.m + rows;
+    w.tmp = w.l + rows; /* 4 * Dp + 64 floats */
+    return w;
 }
 
 int kv_cpu_forward(const kvattn_params *p) {
@@ -708,7 +730,7 @@ int kv_cpu_forward(const kvattn_params *p) {
     for (int32_t b = 0; b < B; b++) n_items += seq_items(p, &pl, b, NULL);
     work_item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
     if (!items) return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld work items", (long long)n_items);
-    int64_t n = 0, part_rows = 0, work = 0;
+    int64_t n = 0, part_rows = 0, n_groups = 0, work = 0;
     for (int32_t b = 0; b < B; b++) {
         const int64_t k = seq_items(p, &pl, b, items + n);
         for (int64_t x = n; x < n + k; x++) {
@@ -716,9 +738,11 @@ int kv_cpu_forward(const kvattn_params *p) {
             if (it->nsplit > 1) {
                 if (it->split == 0) {
                     it->part = part_rows;
+                    it->group = n_groups++;
                     part_rows += (int64_t)it->nsplit * it->n_kv * pl.G * it->nq;
                 } else {
                     it->part = (it - it->split)->part;
+                    it->group = (it - it->split)->group;
                 }
             }
             work += (int64_t)(it->khi - it->klo) * it->n_kv * (2 * pl.G * it->nq + 2) * D;
@@ -735,24 +759,35 @@ int kv_cpu_forward(const kvattn_params *p) {
     int nthreads = 1;
 #endif
     if (nthreads > 1 + work / MIN_WORK_PER_THREAD) nthreads = (int)(1 + work / MIN_WORK_PER_THREAD);
-    if (nthreads > n_items && nthreads > B) nthreads = (int)(n_items > B ? n_items : B);
+    if (nthreads > n_items) nthreads = (int)n_items;
     if (nthreads < 1) nthreads = 1;
 
     const int64_t rows = (int64_t)pl.KH * pl.G * pl.QT, Dp = pl.Dp;
     const int64_t tmp_floats = 4 * Dp + 64; /* rope_row / append_seq / the output row */
     const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + 4 * KT + 2 * pl.QT + tmp_floats + 15) / 16 * 16;
-    float *scr = alloc_floats(per_thread * nthreads);
-    pl.part_acc = part_rows ? alloc_floats(part_rows * Dp) : NULL;
-    pl.part_ml = part_rows ? alloc_floats(part_rows * 2) : NULL;
-    if (!scr || (part_rows && (!pl.part_acc || !pl.part_ml))) {
+    float *scr = alloc_floats(per_thread * nthreads, Dp != D); /* every element is written before it is read, but pads */
+    pl.part_acc = part_rows ? alloc_floats(part_rows * Dp, 0) : NULL;  /* whole rows written by run_item */
+    pl.part_ml = part_rows ? alloc_floats(part_rows * 2, 0) : NULL;
+    int32_t *done = n_groups ? calloc((size_t)n_groups, sizeof *done) : NULL; /* splits finished, per group */
+    if (!scr || (part_rows && (!pl.part_acc || !pl.part_ml)) || (n_groups && !done)) {
         free(items);
         free(scr);
         free(pl.part_acc);
         free(pl.part_ml);
+        free(done);
         return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld bytes of scratch",
                             (long long)((per_thread * nthreads + part_rows * (Dp + 2)) * 4));
     }
 
+    /* phase 2: append (after every check passed), on the calling thread: a few rows per sequence, little next to
+     * the attention over them, and one barrier fewer */
+    if (p->k_new) {
+        const scratch w0 = scratch_at(scr, &pl, rows);
+        for (int32_t b = 0; b < B; b++) append_seq(p, b, w0.tmp);
+    }
+
+    /* phase 3: attention; the thread that finishes the last split of a group combines the group (in split order,
+     * so the result does not depend on which thread it is). One barrier per call: the end of the region. */
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
     {
 #ifdef _OPENMP
@@ -760,37 +795,24 @@ int kv_cpu_forward(const kvattn_params *p) {
 #else
         const int tid = 0;
 #endif
-        float *base = scr + tid * per_thread;
-        scratch w;
-        w.q = base;
-        w.acc = w.q + rows * Dp;
-        w.k = w.acc + rows * Dp;
-        w.v = w.k + pl.KH * KT * Dp;
-        w.prob = w.v + pl.KH * KT * Dp; /* [4 rows][KT] */
-        w.k_off = (int64_t *)(w.prob + 4 * KT);
-        w.v_off = w.k_off + KT;
-        w.jlo = (int32_t *)(w.v_off + KT);
-        w.jhi = w.jlo + pl.QT;
-        w.m = (float *)(w.jhi + pl.QT);
-        w.l = w.m + rows;
-        w.tmp = w.l + rows;
-
-        /* phase 2: append (after every check passed) */
-        if (p->k_new) {
-#pragma omp for schedule(dynamic)
-            for (int32_t b = 0; b < B; b++) append_seq(p, b, w.tmp);
+        scratch w = scratch_at(scr + tid * per_thread, &pl, rows);
+#pragma omp for schedule(dynamic) nowait
+        for (int64_t x = 0; x < n_items; x++) {
+            const work_item *it = &items[x];
+            run_item(p, &pl, it, &w);
+            if (it->nsplit > 1) {
+                int32_t finished;
+#pragma omp atomic capture seq_cst
+                finished = ++done[it->group];
+                if (finished == it->nsplit) combine_item(p, &pl, it - it->split, w.tmp);
+            }
         }
-        /* phase 3: attention, then the fixed-order combine of key splits */
-#pragma omp for schedule(dynamic)
-        for (int64_t x = 0; x < n_items; x++) run_item(p, &pl, &items[x], &w);
-#pragma omp for schedule(dynamic)
-        for (int64_t x = 0; x < n_items; x++)
-            if (items[x].nsplit > 1 && items[x].split == 0) combine_item(p, &pl, &items[x], w.tmp);
     }
 
     free(items);
     free(scr);
     free(pl.part_acc);
     free(pl.part_ml);
+    free(done);
     return KVATTN_OK;
 }
