@@ -263,7 +263,39 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
                                                               float *restrict prob) {
     const float *q0 = qr, *q1 = qr + (NR > 1 ? Dp : 0), *q2 = qr + (NR > 2 ? 2 * Dp : 0),
                 *q3 = qr + (NR > 3 ? 3 * Dp : 0);
-    for (int j = jlo; j < jhi; j++) {
+    int j = jlo;
+    for (; j + 2 <= jhi; j += 2) { /* two keys per pass: each q load serves two FMAs */
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int d0 = 0; d0 < Dp; d0 += 16) {
+            const __m512 ka = load16(kt, j, d0, Dp), kb = load16(kt, j + 1, d0, Dp);
+            __m512 qd = _mm512_loadu_ps(q0 + d0);
+            a0 = _mm512_fmadd_ps(qd, ka, a0);
+            b0 = _mm512_fmadd_ps(qd, kb, b0);
+            if (NR > 1) {
+                qd = _mm512_loadu_ps(q1 + d0);
+                a1 = _mm512_fmadd_ps(qd, ka, a1);
+                b1 = _mm512_fmadd_ps(qd, kb, b1);
+            }
+            if (NR > 2) {
+                qd = _mm512_loadu_ps(q2 + d0);
+                a2 = _mm512_fmadd_ps(qd, ka, a2);
+                b2 = _mm512_fmadd_ps(qd, kb, b2);
+            }
+            if (NR > 3) {
+                qd = _mm512_loadu_ps(q3 + d0);
+                a3 = _mm512_fmadd_ps(qd, ka, a3);
+                b3 = _mm512_fmadd_ps(qd, kb, b3);
+            }
+        }
+        float sa[4], sb[4];
+        _mm_storeu_ps(sa, hsum4_avx512(a0, a1, a2, a3));
+        _mm_storeu_ps(sb, hsum4_avx512(b0, b1, b2, b3));
+        for (int r = 0; r < NR; r++) {
+            prob[r * KT + j] = sa[r];
+            prob[r * KT + j + 1] = sb[r];
+        }
+    }
+    for (; j < jhi; j++) {
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int d0 = 0; d0 < Dp; d0 += 16) {
             const __m512 kd = load16(kt, j, d0, Dp);
