@@ -212,6 +212,7 @@ typedef struct scratch { /* one thread's fp32 scratch, rows of Dp floats, 64-byt
     float *q, *acc, *m, *l, *prob, *tmp;
     float *k, *v;          /* the key tile in fp32: [kv head of the item][KT][Dp], K and V */
     int64_t *k_off, *v_off; /* cache offsets (kv head 0) of the tile's positions */
+    int64_t *next_k_off, *next_v_off; /* and of the next tile's (decode path) */
     int32_t *jlo, *jhi;     /* visible part of the tile, per query of the item */
 } scratch;
 
@@ -232,12 +233,37 @@ static inline float hsum16(const float *restrict a) {
 /* Where a tile's keys (or values) are: rows of an fp32 tile [KT][Dp], or, on the AVX-512 decode path, the cache
  * rows themselves (fp16/bf16, row j at raw + off[j], D a multiple of 16), converted in registers: with a handful of
  * query rows per kv head, writing and re-reading an fp32 copy costs more than the dot products. */
+typedef struct prefetch_cursor prefetch_cursor;
 typedef struct key_rows {
     const float *f32;
     const uint16_t *raw;
     const int64_t *off;
     int bf16;
+    prefetch_cursor *next; /* raw rows only: the next tile's rows, asked for as these are read */
 } key_rows;
+
+/* Walks the cache lines of the next tile's token rows (the item's kv heads) in memory order, a few at a time. The
+ * kernels read a tile kv head by kv head (rows 2 KiB apart), which the hardware prefetcher does not follow (a third
+ * of the streaming bandwidth); asking for one line of the next tile, in address order, per line read fixes that.
+ * A prefetch never faults, so a line past a row's end would be harmless. */
+struct prefetch_cursor {
+    const char *cache;
+    const int64_t *off;          /* element offsets (kv head 0) of the next tile's positions, -1 = skip */
+    int n_pos, pos, head, kv_head0, n_kv, esize;
+    int64_t head_stride, byte, row_bytes;
+};
+static inline __attribute__((always_inline)) void prefetch_next(prefetch_cursor *c, int lines) {
+    for (; lines > 0 && c->pos < c->n_pos; lines--) {
+        if (c->off[c->pos] >= 0)
+            __builtin_prefetch(c->cache + (c->off[c->pos] + (int64_t)(c->kv_head0 + c->head) * c->head_stride) * c->esize +
+                                   c->byte, 0, PREFETCH_LEVEL);
+        c->byte += 64;
+        if (c->byte >= c->row_bytes) {
+            c->byte = 0;
+            if (++c->head == c->n_kv) c->head = 0, c->pos++;
+        }
+    }
+}
 
 #if defined(__AVX512F__)
 /* channels [d0, d0 + 16) of row j, as fp32 */
@@ -287,6 +313,7 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
                 b3 = _mm512_fmadd_ps(qd, kb, b3);
             }
         }
+        if (kt.next) prefetch_next(kt.next, (int)(2 * kt.next->row_bytes / 64));
         float sa[4], sb[4];
         _mm_storeu_ps(sa, hsum4_avx512(a0, a1, a2, a3));
         _mm_storeu_ps(sb, hsum4_avx512(b0, b1, b2, b3));
@@ -356,6 +383,7 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
         __m512 a3 = _mm512_loadu_ps(acc3 + d0), b3 = _mm512_loadu_ps(acc3 + d0 + 16);
         for (int j = jlo; j < jhi; j++) {
             const __m512 v = load16(vt, j, d0, Dp), w = load16(vt, j, d0 + 16, Dp);
+            if (vt.next) prefetch_next(vt.next, 1); /* 32 fp16/bf16 channels: one line read */
             const __m512 p0 = _mm512_set1_ps(prob[j]);
             a0 = _mm512_fmadd_ps(p0, v, a0);
             b0 = _mm512_fmadd_ps(p0, w, b0);
@@ -473,19 +501,6 @@ static inline __attribute__((always_inline)) void tile_rows(const int NR, const 
     tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, vt, jlo, jhi, w->prob);
 }
 
-/* Asks for the token row (the item's kv heads) at element offset off of a cache ahead of its use. A prefetch
- * never faults, so a line past the tensor's end would be harmless. always_inline: as a function of its own, gcc's
- * IPA finds it has no side effect and deletes every call. */
-static inline __attribute__((always_inline)) void prefetch_row(const kvattn_params *p, const work_item *it,
-                                                               const void *cache, int64_t off, int64_t head_stride) {
-    const int esize = kv_dtype_size(p->dtype);
-    const int64_t row_bytes = (int64_t)p->head_dim * esize;
-    for (int hh = 0; hh < it->n_kv; hh++) {
-        const char *row = (const char *)cache + (off + (int64_t)(it->kv_head0 + hh) * head_stride) * esize;
-        for (int64_t byte = 0; byte < row_bytes; byte += 64) __builtin_prefetch(row + byte, 0, PREFETCH_LEVEL);
-    }
-}
-
 /* One work item: rows r = (hh * nq + ii) * G + g (kv head kv_head0 + hh, query q0 + ii, query head g of the group)
  * against keys [klo, khi) in tiles of KT. Per tile, the cache offsets of its positions are resolved once (the offset
  * of kv head h is that of head 0 plus h * head_stride, as in kv_cache_offset), then each kv head's K and V rows are
@@ -538,21 +553,27 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
         }
 
         if (direct && valid) {
-            /* Decode: each kv head's rows read in place (converted in registers); the next tile asked for ahead, a
-             * share of it per kv head so that the prefetches spread over this tile's work */
+            /* Decode: each kv head's rows read in place (converted in registers), while the kernels ask for the
+             * next tile's lines in memory order (see prefetch_cursor) */
             const int bf16 = p->dtype == KVATTN_BF16;
             const int32_t next0 = kt0 + KT, next_n = it->khi - next0 < KT ? it->khi - next0 : KT;
+            for (int j = 0; j < next_n; j++) {
+                w->next_k_off[j] = kv_cache_offset(p, b, crow, s.L + next0 + j, 0, p->k_batch_stride, p->k_row_stride,
+                                                   p->k_head_stride);
+                w->next_v_off[j] = kv_cache_offset(p, b, crow, s.L + next0 + j, 0, p->v_batch_stride, p->v_row_stride,
+                                                   p->v_head_stride);
+            }
+            const int esize = kv_dtype_size(p->dtype);
+            prefetch_cursor next_k = {p->k_cache, w->next_k_off, next_n > 0 ? next_n : 0, 0, 0, it->kv_head0, it->n_kv,
+                                      esize, p->k_head_stride, 0, (int64_t)D * esize};
+            prefetch_cursor next_v = {p->v_cache, w->next_v_off, next_n > 0 ? next_n : 0, 0, 0, it->kv_head0, it->n_kv,
+                                      esize, p->v_head_stride, 0, (int64_t)D * esize};
             for (int hh = 0; hh < it->n_kv; hh++) {
                 const int kvh = it->kv_head0 + hh;
-                for (int32_t j = next0 + next_n * hh / it->n_kv; j < next0 + next_n * (hh + 1) / it->n_kv; j++) {
-                    const int32_t pos = s.L + j;
-                    const int64_t ko = kv_cache_offset(p, b, crow, pos, 0, p->k_batch_stride, p->k_row_stride, p->k_head_stride);
-                    const int64_t vo = kv_cache_offset(p, b, crow, pos, 0, p->v_batch_stride, p->v_row_stride, p->v_head_stride);
-                    if (ko >= 0) prefetch_row(p, it, p->k_cache, ko, p->k_head_stride);
-                    if (vo >= 0) prefetch_row(p, it, p->v_cache, vo, p->v_head_stride);
-                }
-                const key_rows kt = {NULL, (const uint16_t *)p->k_cache + (int64_t)kvh * p->k_head_stride, w->k_off, bf16};
-                const key_rows vt = {NULL, (const uint16_t *)p->v_cache + (int64_t)kvh * p->v_head_stride, w->v_off, bf16};
+                const key_rows kt = {NULL, (const uint16_t *)p->k_cache + (int64_t)kvh * p->k_head_stride, w->k_off, bf16,
+                                     &next_k};
+                const key_rows vt = {NULL, (const uint16_t *)p->v_cache + (int64_t)kvh * p->v_head_stride, w->v_off, bf16,
+                                     &next_v};
                 for (int ii = 0; ii < it->nq; ii++) {
                     if (w->jlo[ii] >= w->jhi[ii]) continue;
                     const int32_t qpos = it->q0 + ii + s_k - s.n_q;
@@ -584,7 +605,8 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
             }
         for (int hh = 0; hh < it->n_kv; hh++) {
             const int kvh = it->kv_head0 + hh;
-            const key_rows kt = {w->k + (int64_t)hh * KT * Dp, NULL, NULL, 0}, vt = {w->v + (int64_t)hh * KT * Dp, NULL, NULL, 0};
+            const key_rows kt = {w->k + (int64_t)hh * KT * Dp, NULL, NULL, 0, NULL},
+                           vt = {w->v + (int64_t)hh * KT * Dp, NULL, NULL, 0, NULL};
             for (int ii = 0; ii < it->nq; ii++) {
                 if (w->jlo[ii] >= w->jhi[ii]) continue; /* this tile lies wholly outside the row's visible keys */
                 const int32_t qpos = it->q0 + ii + s_k - s.n_q;
@@ -726,7 +748,9 @@ static scratch scratch_at(float *base, const plan *pl, int64_t rows) {
     w.prob = w.v + (int64_t)pl->KH * KT * Dp; /* [4 rows][KT] */
     w.k_off = (int64_t *)(w.prob + 4 * KT);
     w.v_off = w.k_off + KT;
-    w.jlo = (int32_t *)(w.v_off + KT);
+    w.next_k_off = w.v_off + KT;
+    w.next_v_off = w.next_k_off + KT;
+    w.jlo = (int32_t *)(w.next_v_off + KT);
     w.jhi = w.jlo + pl->QT;
     w.m = (float *)(w.jhi + pl->QT);
     w.l = w.m + rows;
@@ -796,7 +820,7 @@ int kv_cpu_forward(const kvattn_params *p) {
 
     const int64_t rows = (int64_t)pl.KH * pl.G * pl.QT, Dp = pl.Dp;
     const int64_t tmp_floats = 4 * Dp + 64; /* rope_row / append_seq / the output row */
-    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + 4 * KT + 2 * pl.QT + tmp_floats + 15) / 16 * 16;
+    const int64_t per_thread = ((rows * Dp) * 2 + rows * 2 + 2 * pl.KH * KT * Dp + 4 * KT + 8 * KT + 2 * pl.QT + tmp_floats + 15) / 16 * 16;
     float *scr = alloc_floats(per_thread * nthreads, Dp != D); /* every element is written before it is read, but pads */
     pl.part_acc = part_rows ? alloc_floats(part_rows * Dp, 0) : NULL;  /* whole rows written by run_item */
     pl.part_ml = part_rows ? alloc_floats(part_rows * 2, 0) : NULL;
