@@ -39,7 +39,7 @@ TEST_COMMON_OBJ = $(TEST_COMMON_SRC:tests/common/%.c=$(BUILD)/obj/tests/%.o)
 TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRC:tests/%.c=$(BUILD)/%)
 
-.PHONY: all lib test test-c test-python test-asan demo bench install clean
+.PHONY: all lib test test-c test-python test-asan demo bench compare install clean
 all: lib
 lib: $(BUILD)/libkvattn.so $(BUILD)/libkvattn.a
 
@@ -89,6 +89,10 @@ demo: $(BUILD)/demo
 $(BUILD)/bench_%: bench/bench_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 bench: $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench_*.c))
+
+# side-by-side benchmark against the peers, on a GPU machine (see bench/run_compare.sh for the carried wheels)
+compare:
+	bash bench/run_compare.sh $(COMPARE_ARGS)
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -15,6 +15,16 @@ COLORS = {"kvattn": "tab:red", "fa2": "tab:blue", "fa2-varlen": "tab:cyan", "cud
           "flex": "tab:purple", "flashinfer": "tab:orange", "flashinfer-cascade": "tab:brown"}
 
 
+
+def _legend_all(fig, axes):
+    """One legend for the whole figure with every system drawn in any panel (panels differ in who could run)."""
+    seen = {}
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(l, h)
+    if seen:
+        axes[-1].legend(list(seen.values()), list(seen.keys()), fontsize=8)
+
 def _ok(r):
     return r.get("status") == "ok" and r.get("time_ms")
 
@@ -70,7 +80,7 @@ def make_plots(doc, out_dir):
             ax.set_xlabel("B x L (sorted by B*L)")
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("effective TB/s (K+V+q+out once)")
-        axes[0][-1].legend(fontsize=8)
+        _legend_all(fig, list(axes[0]))
         fig.suptitle(f"decode bandwidth, H {head[0]}/{head[1]}, D {head[2]}, bf16 — {title_dev}")
         fig.tight_layout()
         p = os.path.join(out_dir, "decode_bandwidth.png")
@@ -100,7 +110,7 @@ def make_plots(doc, out_dir):
             ax.set_xlabel("L (B x L = const)")
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("TFLOP/s (causal FLOPs)")
-        axes[0][-1].legend(fontsize=8)
+        _legend_all(fig, list(axes[0]))
         fig.suptitle(f"prefill — {title_dev}")
         fig.tight_layout()
         p = os.path.join(out_dir, "prefill_tflops.png")
