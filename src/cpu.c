@@ -1,10 +1,13 @@
 /* cpu.c — the CPU backend of SPEC.md, in three phases: (1) every data-dependent check for every sequence, so a
- * failing call writes nothing; (2) the append of k_new/v_new into the cache (rotary on keys only); (3) the
- * attention: keys in tiles of KT with an online softmax (no full score row is ever stored), the G = H / Hk query
- * heads that share a KV head processed together so each K/V tile is converted to fp32 once per work item, work
- * items (sequence, kv head, query tile, key split) spread over OpenMP threads, then a fixed-order combine of the
- * key splits. Every step is deterministic; split decisions depend only on the sequence's own lengths, so the
- * results are always batch invariant.
+ * failing call writes nothing; (2) the append of k_new/v_new into the cache (rotary on keys only), on the calling
+ * thread; (3) the attention: keys in tiles of KT with an online softmax (no full score row is ever stored), work items
+ * (sequence, group of kv heads, query tile, key split) spread over OpenMP threads, the G = H / Hk query heads of a kv
+ * head processed together, and the key splits of a group combined in a fixed order by whichever thread finishes the
+ * group's last split. A decode item covers all kv heads of its sequence, so that it reads whole token rows.
+ * Two ways to read a tile: converted once to fp32 (prefill: many query rows reuse it), or, on the AVX-512 decode path,
+ * the fp16/bf16 cache rows read in place while the next tile is prefetched in memory order (docs/perf/cpu.md says
+ * why). Every step is deterministic; split decisions depend only on the sequence's own lengths, so the results are
+ * always batch invariant.
  * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim (Dp: D rounded up to 16 for fp32 scratch). */
 #include "internal.h"
 
@@ -23,7 +26,7 @@
 #define ROWS_PER_ITEM 64  /* target (query heads x query rows) per kv head per work item */
 #define ITEM_ROWS 128     /* at most this many rows (kv heads x query heads x query rows) per work item, unless one
                              kv head alone has more */
-#define MIN_WORK_PER_THREAD (1 << 22) /* multiply-adds (about 0.3 ms on one core) worth waking another thread for */
+#define MIN_WORK_PER_THREAD (1 << 24) /* multiply-adds (about 0.5 ms of one core) worth waking another thread for */
 #define SPLIT_KEYS 1024   /* automatic split: keys per split for single-query-tile (decode-like) sequences */
 #define ALIGN 64
 #define PREFETCH_LEVEL 2  /* __builtin_prefetch locality: 2 = L2 (AMD fills L1 too) */
@@ -554,9 +557,11 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
 
         if (direct && valid) {
             /* Decode: each kv head's rows read in place (converted in registers), while the kernels ask for the
-             * next tile's lines in memory order (see prefetch_cursor) */
+             * next tile's lines in memory order (see prefetch_cursor). The loop over kv heads repeats the general
+             * one below on purpose: with key_rows known to be raw here, gcc specializes the inlined kernels (one
+             * shared loop choosing key_rows at run time cost 15% more per key). */
             const int bf16 = p->dtype == KVATTN_BF16;
-            const int32_t next0 = kt0 + KT, next_n = it->khi - next0 < KT ? it->khi - next0 : KT;
+            const int32_t next0 = kt0 + KT, next_n = it->khi - next0 < KT ? (it->khi > next0 ? it->khi - next0 : 0) : KT;
             for (int j = 0; j < next_n; j++) {
                 w->next_k_off[j] = kv_cache_offset(p, b, crow, s.L + next0 + j, 0, p->k_batch_stride, p->k_row_stride,
                                                    p->k_head_stride);
@@ -564,9 +569,9 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
                                                    p->v_head_stride);
             }
             const int esize = kv_dtype_size(p->dtype);
-            prefetch_cursor next_k = {p->k_cache, w->next_k_off, next_n > 0 ? next_n : 0, 0, 0, it->kv_head0, it->n_kv,
+            prefetch_cursor next_k = {p->k_cache, w->next_k_off, next_n, 0, 0, it->kv_head0, it->n_kv,
                                       esize, p->k_head_stride, 0, (int64_t)D * esize};
-            prefetch_cursor next_v = {p->v_cache, w->next_v_off, next_n > 0 ? next_n : 0, 0, 0, it->kv_head0, it->n_kv,
+            prefetch_cursor next_v = {p->v_cache, w->next_v_off, next_n, 0, 0, it->kv_head0, it->n_kv,
                                       esize, p->v_head_stride, 0, (int64_t)D * esize};
             for (int hh = 0; hh < it->n_kv; hh++) {
                 const int kvh = it->kv_head0 + hh;
