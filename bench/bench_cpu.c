@@ -1,7 +1,8 @@
 /* bench_cpu.c — how close the CPU backend comes to the machine's memory bandwidth on decode.
  * Measures the read bandwidth (all threads summing a 1 GiB float array, best of several), then one decode step
  * (n_q = n_new = 1 per sequence) over a large cache for fp16/bf16, paged (page 16, shuffled pages) and
- * contiguous: effective GB/s = K+V bytes read / time, and its fraction of the measured bandwidth.
+ * contiguous: effective GB/s = K+V bytes read / time, and its fraction of the measured bandwidth. Prints the load
+ * average before and after: wall-clock figures on a shared machine mean little without it.
  * Usage: bench_cpu [B=8] [cache=4096] [H=32] [Hk=8] [D=128] */
 #include "kvattn.h"
 
@@ -42,6 +43,14 @@ static double read_bandwidth(void) {
     return (double)n * sizeof(float) / best / 1e9;
 }
 
+/* "load average 1.02 1.10 1.30" from /proc/loadavg (Linux), or nothing */
+static void print_load(const char *when) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l1, l5, l15;
+    if (f && fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3) printf("load average %s: %.2f %.2f %.2f\n", when, l1, l5, l15);
+    if (f) fclose(f);
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t next_u32(void) {
     rng ^= rng << 13;
@@ -62,6 +71,7 @@ int main(int argc, char **argv) {
     const int H = argc > 3 ? atoi(argv[3]) : 32, Hk = argc > 4 ? atoi(argv[4]) : 8, D = argc > 5 ? atoi(argv[5]) : 128;
     const int page = 16;
     printf("kvattn %s CPU backend, %d threads\n", kvattn_version_string(), omp_get_max_threads());
+    print_load("before");
     const double bw = read_bandwidth();
     printf("measured read bandwidth (sum of a 1 GiB float array, best of 6): %.1f GB/s\n\n", bw);
     printf("decode step: B=%d, cache=%d, H=%d, Hk=%d, D=%d, n_q=n_new=1\n", B, C, H, Hk, D);
@@ -146,6 +156,7 @@ int main(int argc, char **argv) {
                    100.0 * gbs / bw);
         }
     }
+    print_load("after");
     free(kc); free(vc); free(q); free(out); free(kn); free(vn); free(seqlens); free(bt); free(perm);
     return 0;
 }
