@@ -72,7 +72,7 @@ test-python: lib
 # KVATTN_TEST_QUICK=1: the randomized tests shrink their grids (sanitized -O1 code runs ~5x slower)
 test-asan:
 	KVATTN_TEST_QUICK=1 $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
+	  CFLAGS="-O1 -g -fno-omit-frame-pointer $(CPU_ARCH) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
 	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined" NVCC= test-c
 
 $(BUILD)/decode_step: examples/decode_step.c $(BUILD)/libkvattn.a
