@@ -163,6 +163,11 @@ def _set_rotary(p, q, cos, sin, interleaved):
     if sin.dtype != cos.dtype:
         raise KvattnTypeError(f"rotary_sin: dtype {sin.dtype} differs from rotary_cos's {cos.dtype}")
     row_stride = cos.strides[0] if cos.shape[0] > 1 else cos.shape[1]
+    if cos.shape[0] > 1 and row_stride == 0:
+        # the C layer reads rotary_row_stride = 0 as "rotary_dim / 2": a broadcast table (one row expanded to
+        # max_pos rows) would then be read past its one stored row
+        raise KvattnArgumentError(f"{cos.name}: row stride 0 (a broadcast [max_pos, R/2] view) is not supported; "
+                                  f"pass a table with one stored row per position (e.g. .contiguous())")
     if cos.shape[0] > 1 and sin.strides[0] != cos.strides[0]:
         raise KvattnArgumentError(f"rotary_sin: row stride {sin.strides[0]} differs from rotary_cos's "
                                   f"{cos.strides[0]} (kvattn takes one stride for both)")
