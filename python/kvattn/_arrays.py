@@ -37,6 +37,10 @@ class Arr:
         self.name = name
         if isinstance(obj, np.ndarray):
             self.kind = "numpy"
+            if not obj.dtype.isnative:
+                # dtype.name is "float32" / "int32" for big-endian data too; the C layer reads native order
+                raise KvattnTypeError(f"{name}: dtype {obj.dtype.str} is not in native byte order "
+                                      f"(convert it first: a.astype(a.dtype.newbyteorder('=')))")
             self.dtype = obj.dtype.name
             self.shape = tuple(int(s) for s in obj.shape)
             item = obj.dtype.itemsize
