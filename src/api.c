@@ -92,7 +92,10 @@ int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t 
     clear_error();
     int st = validate(p, backend);
     if (st != KVATTN_OK) return st;
-    if (p->batch == 0) return KVATTN_OK; /* SPEC: B = 0 is a valid no-op */
+    /* SPEC: B = 0 is a valid no-op. A CUDA call given a workspace still goes through kv_cuda_forward, whose
+     * finalize kernel rewrites the status record (kvattn.h: every CUDA call rewrites it), so that a status read
+     * after a B = 0 step does not report the failures of an earlier call. */
+    if (p->batch == 0 && (backend == KVATTN_BACKEND_CPU || workspace == NULL)) return KVATTN_OK;
     if (backend == KVATTN_BACKEND_CPU) return kv_cpu_forward(p);
     size_t need = kv_cuda_workspace_size(p);
     RETURN_IF(workspace == NULL, KVATTN_ERR_WORKSPACE,
