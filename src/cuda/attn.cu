@@ -132,15 +132,19 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
 #define KV_MAX_DEVICES 64
 template <typename T, int DP, int NS>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
-    static int cached[KV_MAX_DEVICES]; /* 0 = not yet; a benign race only repeats the calls */
+    /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
+     * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
+     * first callers only repeat the calls. */
+    static int cached[KV_MAX_DEVICES];
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
-    if (cached[d] > 0) { *blocks = cached[d]; return KVATTN_OK; }
+    const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
+    if (have > 0) { *blocks = have; return KVATTN_OK; }
     KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)smem));
     int n = 0;
     KV_CUDA_CHECK_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS>, KV_THREADS, smem));
     if (n < 1) n = 1;
-    cached[d] = n;
+    __atomic_store_n(&cached[d], n, __ATOMIC_RELEASE);
     *blocks = n;
     return KVATTN_OK;
 }
