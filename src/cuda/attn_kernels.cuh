@@ -144,9 +144,10 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ int32_t s_scan[KV_SCHED_THREADS];
     __shared__ unsigned long long s_work;
     __shared__ int32_t s_items, s_combine, s_part, s_overflow;
+    __shared__ int32_t s_items_cut; /* smallest start of an item range that did not fit (left unwritten) */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
-    if (tid == 0) { s_work = 0; s_items = 0; s_combine = 0; s_part = 0; s_overflow = 0; }
+    if (tid == 0) { s_work = 0; s_items = 0; s_combine = 0; s_part = 0; s_overflow = 0; s_items_cut = 0x7fffffff; }
     __syncthreads();
 
     /* 1. tiles per sequence, scanned */
@@ -248,7 +249,11 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                 }
             }
             const int32_t first = atomicAdd(&s_items, npieces * Hk);
-            if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) { atomicOr(&s_overflow, 2); continue; }
+            if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) {
+                atomicOr(&s_overflow, 2);
+                atomicMin(&s_items_cut, first); /* never hand out its unwritten (stale) slots */
+                continue;
+            }
             for (int kh = 0; kh < Hk; kh++) {
                 for (int32_t k = 0; k < npieces; k++) {
                     kv_item it;
@@ -290,7 +295,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     }
     __syncthreads();
     if (tid == 0) {
-        a.hdr->n_items = (int32_t)min((int64_t)s_items, a.max_items);
+        /* ranges are reserved in order: every range starting below the first one that did not fit was written */
+        a.hdr->n_items = (int32_t)min(min((int64_t)s_items, a.max_items), (int64_t)s_items_cut);
         a.hdr->n_combine = (int32_t)min((int64_t)s_combine, a.max_combine);
         a.hdr->item_counter = 0;
         a.hdr->overflow = s_overflow;
