@@ -42,6 +42,13 @@ def noncontig_last(be, a):
     return buf[..., ::2]
 
 
+def broadcast_rows(a):
+    """Row 0 of a 2-D table seen as every row (row stride 0), the shape unchanged."""
+    if isinstance(a, np.ndarray):
+        return np.broadcast_to(a[:1], a.shape)
+    return a[:1].expand(a.shape)
+
+
 # (id, mutation(args, be, d), expected exception type, words the message must contain, status name)
 ARG_ERRORS = [
     ("q-dtype-f64", lambda a, be, d: a.update(q=astype(be, a["q"], "float64")), TypeError, ["q:", "float64"], None),
@@ -67,6 +74,10 @@ ARG_ERRORS = [
     ("kcache-noncontig", lambda a, be, d: a.update(k_cache=noncontig_last(be, a["k_cache"])), ValueError,
      ["k_cache:", "contiguous"], None),
     ("rotary-cos-only", lambda a, be, d: a.update(rotary_sin=None), ValueError, ["rotary_cos/rotary_sin"], None),
+    # row stride 0 cannot be passed to C (0 there means rotary_dim / 2): it would read past the one stored row
+    ("rotary-broadcast", lambda a, be, d: a.update(rotary_cos=broadcast_rows(a["rotary_cos"]),
+                                                   rotary_sin=broadcast_rows(a["rotary_sin"])), ValueError,
+     ["rotary_cos:", "row stride 0"], None),
     ("alibi-shape", lambda a, be, d: a.update(alibi_slopes=be.array(np.ones(3), "float32")), ValueError,
      ["alibi_slopes:", "[H=4]"], None),
     ("alibi-dtype", lambda a, be, d: a.update(alibi_slopes=be.array(np.ones(4), "float16")), TypeError,
@@ -133,6 +144,15 @@ def test_bad_data_cpu(kvattn, backend, name, mutate, words):
     mutate(args, backend, d)
     e = run_and_expect(kvattn, backend, args, kvattn.KvattnError, words, "KVATTN_ERR_BAD_DATA")
     assert e.status == 4 and e.message
+
+
+def test_non_native_byte_order(kvattn):
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be, dtype="float32")
+    args["q"] = args["q"].astype(args["q"].dtype.newbyteorder("S"))
+    run_and_expect(kvattn, be, args, TypeError, ["q:", "byte order"], None)
 
 
 def test_read_only_numpy_cache(kvattn):
