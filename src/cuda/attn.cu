@@ -154,7 +154,7 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
                        cudaStream_t stream) {
     int per_sm = 1;
     int st = attn_blocks_per_sm<T, DP, NS>(dev, pl->smem, &per_sm);
-    if (st != KVATTN_OK) return st;
+    if (st != KVATTN_OK || args == NULL) return st; /* args == NULL: kv_attn_prepare, nothing is launched */
     if (per_sm > 8) per_sm = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
     kv_attn_args a = *args;
     a.grid_ctas = dev->num_sms * per_sm;
@@ -193,6 +193,22 @@ static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_
 
 /* Set KVATTN_ATTN_FORCE_V0 (dev builds) to route every call through the scalar kernel. */
 int kv_attn_force_v0 = 0;
+
+/* Everything of kv_attn_launch that can fail on the host, done before the host half writes anything (the
+ * append kernel): support, the workspace size, and the variant's one-time smem attribute / occupancy query.
+ * So a call that returns an error has changed nothing. */
+int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t attn_ws_bytes) {
+    int st = kv_attn_supported(p);
+    if (st != KVATTN_OK || p->batch == 0) return st;
+    attn_plan pl;
+    attn_plan_make(p, dev, &pl);
+    const bool fast = !kv_attn_force_v0 && attn_fast_layout_ok(p) && pl.smem <= (size_t)dev->max_smem_optin;
+    if (!fast) return KVATTN_OK;
+    RETURN_IF(attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE, "workspace: attention needs %zu bytes, got %zu",
+              pl.bytes, attn_ws_bytes);
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, NULL, dev, NULL)
+                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, NULL, dev, NULL);
+}
 
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
                    const kv_device_info *dev, cudaStream_t stream) {

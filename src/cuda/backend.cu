@@ -360,6 +360,9 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
     RETURN_IF(workspace == NULL || workspace_bytes < need, KVATTN_ERR_WORKSPACE,
               "workspace: %zu bytes at %p, need %zu (kvattn_workspace_size)", workspace_bytes, workspace, need);
     RETURN_IF((uintptr_t)workspace % 16, KVATTN_ERR_WORKSPACE, "workspace: %p must be 16-byte aligned", workspace);
+    /* everything of the attention half that can fail on the host, before any kernel writes the cache */
+    st = kv_attn_prepare(p, &dev, workspace_bytes - attn_offset);
+    if (st != KVATTN_OK) return st;
 
     char *ws = (char *)workspace;
     kvattn_device_status *status = (kvattn_device_status *)ws;

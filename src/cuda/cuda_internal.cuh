@@ -38,6 +38,9 @@ size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev
  * entirely (their out/lse rows are not written). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
                    const kv_device_info *dev, cudaStream_t stream);
+/* attn.cu: every host-side step of kv_attn_launch that can fail (support, workspace size, per-variant smem
+ * attribute), run by kv_cuda_forward before any kernel that writes; launches nothing. */
+int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t attn_ws_bytes);
 /* attn.cu: backend-specific support check (dtype, head dim); called by kv_cuda_check. */
 int kv_attn_supported(const kvattn_params *p);
 
