@@ -162,7 +162,7 @@ KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t
  * CPU backend: runs synchronously; stream is ignored; workspace may be NULL; data-dependent checks are made
  *   before any write and a failure returns KVATTN_ERR_BAD_DATA having changed nothing.
  * CUDA backend: runs on the current device, enqueued on `stream` (a cudaStream_t, NULL = default stream);
- *   allocates nothing, copies nothing to or from the host and never synchronizes; `workspace` is device
+ *   allocates nothing, copies nothing to or from the host and never synchronizes; `workspace` is (16-byte aligned) device
  *   memory of at least kvattn_workspace_size() bytes, used by one call at a time. Data-dependent failures
  *   are found on the device: the failing sequence is skipped (its cache and output untouched) and recorded
  *   in the device status (kvattn_device_status_read); other sequences are computed normally.

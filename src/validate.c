@@ -84,6 +84,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
     RETURN_IF(D <= 0, KVATTN_ERR_INVALID_ARGUMENT, "head_dim: D=%d must be >= 1", D);
     RETURN_IF(backend == KVATTN_BACKEND_CUDA && D > 256, KVATTN_ERR_UNSUPPORTED,
               "head_dim: D=%d is larger than 256, the most the CUDA backend supports", D);
+    RETURN_IF(D > 65536, KVATTN_ERR_UNSUPPORTED, "head_dim: D=%d is larger than 65536, the most kvattn supports", D);
 
     /* options */
     FLAG01(causal);

@@ -147,6 +147,7 @@ static const arg_case ARG_CASES[] = {
     {"q_row_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
     {"k_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", "k_batch_stride", -1},
     {"struct_size wrong", KVATTN_ERR_INVALID_ARGUMENT, "struct_size", NULL, -1},
+    {"head_dim 70000", KVATTN_ERR_UNSUPPORTED, "head_dim", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -191,6 +192,7 @@ static void mutate_args(int id, kvattn_params *d) {
     case 36: d->q_row_stride = INT64_MAX / 4; break;
     case 37: d->k_batch_stride = INT64_MAX / 2; d->v_batch_stride = INT64_MAX / 2; break;
     case 38: d->struct_size = (int64_t)sizeof(kvattn_params) - 8; break;
+    case 39: d->head_dim = 70000; break;
     }
 }
 

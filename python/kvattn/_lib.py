@@ -105,6 +105,17 @@ class Params(ctypes.Structure):
         ("softmax_lse", _p), ("lse_batch_stride", _i64), ("lse_head_stride", _i64), ("lse_row_stride", _i64),
     ]
 
+    def __setattr__(self, name, value):
+        # ctypes wraps an out-of-range Python int silently; a shape past the C library's int32 (or a stride past
+        # int64) must be an error naming the field instead
+        bits = _INT_BITS.get(name)
+        if bits and isinstance(value, int) and not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+            raise KvattnArgumentError(f"{name}: {value} does not fit the C library's int{bits} field")
+        super().__setattr__(name, value)
+
+
+_INT_BITS = {name: (32 if t is _i32 else 64) for name, t in Params._fields_ if t in (_i32, _i64)}
+
 
 class DeviceStatusRecord(ctypes.Structure):
     _fields_ = [("flags", _i32), ("num_failed", _i32), ("first_failed", _i32), ("reserved", _i32)]

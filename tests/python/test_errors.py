@@ -225,3 +225,15 @@ def test_error_attributes(kvattn):
     assert e.status == 4 and e.status_name == "KVATTN_ERR_BAD_DATA"
     assert e.message and e.message in str(e) and e.function == "kvattn_forward"
     assert kvattn.last_error() == e.message
+
+
+def test_int32_fields_never_wrap(kvattn):
+    # ctypes would store 2**31 as -2**31: the params mirror must refuse it, naming the field
+    from kvattn._lib import Params
+    p = Params()
+    p.total_q = 2**31 - 1
+    with pytest.raises(kvattn.KvattnArgumentError, match="total_q"):
+        p.total_q = 2**31
+    with pytest.raises(kvattn.KvattnArgumentError, match="q_row_stride"):
+        p.q_row_stride = 2**63
+    assert p.total_q == 2**31 - 1
