@@ -99,7 +99,7 @@ install: lib
 	install -m 644 include/kvattn.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/libkvattn.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(BUILD)/libkvattn.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define KVATTN_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/kvattn.h | paste -sd.)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS_PRIVATE@|$(CUDA_LIBS) -lm -lgomp -lpthread|' -e 's|@VERSION@|$(shell sed -n 's/^#define KVATTN_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/kvattn.h | paste -sd.)|' \
 	  kvattn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kvattn.pc
 
 clean:
