@@ -505,6 +505,24 @@ static inline __attribute__((always_inline)) void tile_rows(const int NR, const 
     tile_pv(NR, w->acc + (int64_t)r0 * Dp, Dp, vt, jlo, jhi, w->prob);
 }
 
+/* Every row of kv head kv_head0 + hh of an item (its nq queries x G heads) against one tile, NR = 4, 2, 1 heads at
+ * a time; queries whose visible keys miss the tile are skipped. */
+static inline __attribute__((always_inline)) void tile_kv_head(const kvattn_params *p, const plan *pl,
+                                                               const work_item *it, scratch *w, const key_rows kt,
+                                                               const key_rows vt, int hh, int b, int32_t s_k,
+                                                               int32_t n_q, int32_t kt0) {
+    const int G = pl->G, RH = it->nq * G, kvh = it->kv_head0 + hh;
+    for (int ii = 0; ii < it->nq; ii++) {
+        if (w->jlo[ii] >= w->jhi[ii]) continue; /* this tile lies wholly outside the row's visible keys */
+        const int32_t qpos = it->q0 + ii + s_k - n_q;
+        const int r0 = hh * RH + ii * G;
+        int g0 = 0;
+        for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+        for (; g0 + 2 <= G; g0 += 2) tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+        for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
+    }
+}
+
 /* One work item: rows r = (hh * nq + ii) * G + g (kv head kv_head0 + hh, query q0 + ii, query head g of the group)
  * against keys [klo, khi) in tiles of KT. Per tile, the cache offsets of its positions are resolved once (the offset
  * of kv head h is that of head 0 plus h * head_stride, as in kv_cache_offset), then each kv head's K and V rows are
@@ -580,17 +598,7 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
                                      &next_k};
                 const key_rows vt = {NULL, (const uint16_t *)p->v_cache + (int64_t)kvh * p->v_head_stride, w->v_off, bf16,
                                      &next_v};
-                for (int ii = 0; ii < it->nq; ii++) {
-                    if (w->jlo[ii] >= w->jhi[ii]) continue;
-                    const int32_t qpos = it->q0 + ii + s_k - s.n_q;
-                    const int r0 = hh * RH + ii * G;
-                    int g0 = 0;
-                    for (; g0 + 4 <= G; g0 += 4)
-                        tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-                    for (; g0 + 2 <= G; g0 += 2)
-                        tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-                    for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-                }
+                tile_kv_head(p, pl, it, w, kt, vt, hh, b, s_k, s.n_q, kt0);
             }
             continue;
         }
@@ -610,20 +618,9 @@ static void run_item(const kvattn_params *p, const plan *pl, const work_item *it
                 load_row(p->dtype, p->v_cache, w->v_off[j] + (int64_t)kvh * p->v_head_stride, vf, D);
             }
         for (int hh = 0; hh < it->n_kv; hh++) {
-            const int kvh = it->kv_head0 + hh;
             const key_rows kt = {w->k + (int64_t)hh * KT * Dp, NULL, NULL, 0, NULL},
                            vt = {w->v + (int64_t)hh * KT * Dp, NULL, NULL, 0, NULL};
-            for (int ii = 0; ii < it->nq; ii++) {
-                if (w->jlo[ii] >= w->jhi[ii]) continue; /* this tile lies wholly outside the row's visible keys */
-                const int32_t qpos = it->q0 + ii + s_k - s.n_q;
-                const int r0 = hh * RH + ii * G;
-                int g0 = 0;
-                for (; g0 + 4 <= G; g0 += 4)
-                    tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-                for (; g0 + 2 <= G; g0 += 2)
-                    tile_rows(2, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-                for (; g0 < G; g0++) tile_rows(1, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
-            }
+            tile_kv_head(p, pl, it, w, kt, vt, hh, b, s_k, s.n_q, kt0);
         }
     }
 

@@ -237,6 +237,22 @@ def _fix_empty(p, qa, oa, kn, vn):
             setattr(p, field, _DUMMY_ADDR)
 
 
+def _varlen_q(qa, cuq):
+    """The params of a varlen call's queries: q [total_q, H, D] with cu_seqlens_q [B + 1]. Returns (p, B)."""
+    need_ndim(qa, 3, "[total_q, H, D]")
+    need_int32(cuq)
+    if cuq.ndim != 1 or cuq.shape[0] < 1:
+        raise KvattnArgumentError(f"cu_seqlens_q: expected shape [B + 1], got {list(cuq.shape)}")
+    B = cuq.shape[0] - 1
+    need_index_vector(cuq, B + 1, "B + 1 row offsets")
+    total_q, H, D = qa.shape
+    p = lib.kvattn_params_default()
+    p.dtype, p.batch, p.num_heads, p.head_dim = qa.dtype_code(), B, H, D
+    p.q, p.cu_seqlens_q, p.total_q = qa.ptr, cuq.ptr, total_q
+    p.q_row_stride, p.q_head_stride = qa.strides[:2]
+    return p, B
+
+
 def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, k=None, v=None,
                                         cu_seqlens_k=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None,
                                         cache_batch_idx=None, cache_leftpad=None, block_table=None,
@@ -277,18 +293,8 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     bidx, lpad = call.add(cache_batch_idx, "cache_batch_idx"), call.add(cache_leftpad, "cache_leftpad")
     bt, alibi = call.add(block_table, "block_table"), call.add(alibi_slopes, "alibi_slopes")
     _floats(call, qa, (kc, vc, kn, vn))
-    need_ndim(qa, 3, "[total_q, H, D]")
-    need_int32(cuq)
-    if cuq.ndim != 1 or cuq.shape[0] < 1:
-        raise KvattnArgumentError(f"cu_seqlens_q: expected shape [B + 1], got {list(cuq.shape)}")
-    B = cuq.shape[0] - 1
-    need_index_vector(cuq, B + 1, "B + 1 row offsets")
+    p, B = _varlen_q(qa, cuq)
     total_q, H, D = qa.shape
-
-    p = lib.kvattn_params_default()
-    p.dtype, p.batch, p.num_heads, p.head_dim = qa.dtype_code(), B, H, D
-    p.q, p.cu_seqlens_q, p.total_q = qa.ptr, cuq.ptr, total_q
-    p.q_row_stride, p.q_head_stride = qa.strides[:2]
     capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B)
     _set_new(p, kn, vn, kc.shape[2], D)
     if kn is not None:
@@ -397,19 +403,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     cuk = call.add(cu_seqlens_k, "cu_seqlens_k", optional=False)
     bt, alibi = call.add(block_table, "block_table"), call.add(alibi_slopes, "alibi_slopes")
     _floats(call, qa, (ka, va))
-    need_ndim(qa, 3, "[total_q, H, D]")
-    need_int32(cuq)
-    if cuq.ndim != 1 or cuq.shape[0] < 1:
-        raise KvattnArgumentError(f"cu_seqlens_q: expected shape [B + 1], got {list(cuq.shape)}")
-    B = cuq.shape[0] - 1
-    need_index_vector(cuq, B + 1, "B + 1 row offsets")
+    p, B = _varlen_q(qa, cuq)
     need_index_vector(cuk, B + 1, "B + 1 row offsets of the keys")
     total_q, H, D = qa.shape
-
-    p = lib.kvattn_params_default()
-    p.dtype, p.batch, p.num_heads, p.head_dim = qa.dtype_code(), B, H, D
-    p.q, p.cu_seqlens_q, p.total_q = qa.ptr, cuq.ptr, total_q
-    p.q_row_stride, p.q_head_stride = qa.strides[:2]
     if bt is not None:
         _set_cache(p, call, qa, ka, va, bt, None, B)
         # sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys from position 0 of its pages
