@@ -74,7 +74,8 @@ struct Problem {
     void *dq = 0, *dk = 0, *dv = 0, *dout = 0, *dknew = 0, *dws = 0;
     float *dlse = 0, *dcos = 0, *dsin = 0, *dslopes = 0;
     int *dcu_q = 0, *dcu_new = 0, *dbt = 0, *dS = 0, *dL = 0, *dcbi = 0;
-    int8_t *dok = 0;
+    int8_t *dok = 0, *dflags = 0; /* dok: the check flags, finalized by the scheduler; dflags: their source */
+    kvattn_device_status *dstatus = 0;
     size_t ws_bytes = 0;
 };
 
@@ -166,13 +167,15 @@ static void build(Problem &P, bool fill_random = true) {
     CK(cudaMalloc(&P.dS, B * 4 + 4));
     CK(cudaMalloc(&P.dL, B * 4 + 4));
     CK(cudaMalloc(&P.dok, B + 1));
+    CK(cudaMalloc(&P.dflags, B + 1));
+    CK(cudaMalloc(&P.dstatus, sizeof(kvattn_device_status)));
     CK(cudaMemcpy(P.dcu_q, P.cu_q.data(), (B + 1) * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(P.dcu_new, P.cu_new.data(), (B + 1) * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(P.dS, P.S.data(), B * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(P.dL, P.L.data(), B * 4, cudaMemcpyHostToDevice));
-    std::vector<int8_t> ok(B, 1);
-    for (int b : P.bad) ok[b] = 0;
-    CK(cudaMemcpy(P.dok, ok.data(), B, cudaMemcpyHostToDevice));
+    std::vector<int8_t> flags(B, 0); /* check-kernel flags: 0 = ok */
+    for (int b : P.bad) flags[b] = KVATTN_FLAG_CAPACITY;
+    CK(cudaMemcpy(P.dflags, flags.data(), B, cudaMemcpyHostToDevice));
     if (P.page > 0) {
         CK(cudaMalloc(&P.dbt, P.bt.size() * 4));
         CK(cudaMemcpy(P.dbt, P.bt.data(), P.bt.size() * 4, cudaMemcpyHostToDevice));
@@ -256,7 +259,7 @@ static kv_device_info g_dev;
 
 static void free_problem(Problem &P) {
     void *ptrs[] = {P.dq, P.dk, P.dv, P.dout, P.dknew, P.dws, P.dlse, P.dcos, P.dsin, P.dslopes,
-                    P.dcu_q, P.dcu_new, P.dbt, P.dS, P.dL, P.dcbi, P.dok};
+                    P.dcu_q, P.dcu_new, P.dbt, P.dS, P.dL, P.dcbi, P.dok, P.dflags, P.dstatus};
     for (void *x : ptrs) if (x) cudaFree(x);
 }
 
@@ -268,7 +271,9 @@ static void run_attn(Problem &P, int force_v0) {
         P.ws_bytes = need;
     }
     kv_attn_force_v0 = force_v0;
-    int st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
+    CK(cudaMemcpyAsync(P.dok, P.dflags, P.B, cudaMemcpyDeviceToDevice, 0));
+    int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, 0);
+    if (st == KVATTN_OK) st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
     kv_attn_force_v0 = 0;
     if (st != KVATTN_OK) { fprintf(stderr, "kv_attn_launch failed: %d\n", st); exit(3); }
 }
@@ -561,19 +566,38 @@ static void bench() {
                ms * 1e3, tb, 100 * tb / ceil_tb);
         free_problem(P);
     }
-    { /* inflight: 60 decodes with S uniform in [512, 8192] + 4 prompts of 512, causal, page 16 */
-        Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
-        double bytes = 0;
+    { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
+        Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
+        P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
+        build(P, false);
+        printf("decode B=1 L=64 (fixed cost): %8.1f us\n", time_ms(P, 20) * 1e3);
+        free_problem(P);
+    }
+    /* inflight: 60 decodes with S uniform in [512, 8192] + 4 prompts of 512, causal, page 16; then the same
+     * with the prompts only and the decodes only (where the time goes) */
+    for (int part = 0; part < 3; part++) {
+        rng_state = 0x5eed;
+        std::vector<int> nq, S;
         for (int b = 0; b < 64; b++) {
-            if (b % 16 == 5) { P.nq[b] = 512; P.nnew[b] = 512; P.S[b] = 0; }
-            else { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = irand(512, 8192) - 1; }
+            const bool prompt = b % 16 == 5;
+            const int s_dec = irand(512, 8192) - 1;
+            if (part == 1 && !prompt) continue;
+            if (part == 2 && prompt) continue;
+            nq.push_back(prompt ? 512 : 1);
+            S.push_back(prompt ? 0 : s_dec);
+        }
+        Problem P = make((int)nq.size(), 32, 8, 128, 16, KVATTN_BF16);
+        double bytes = 0;
+        for (int b = 0; b < P.B; b++) {
+            P.nq[b] = nq[b]; P.nnew[b] = nq[b]; P.S[b] = S[b];
             bytes += (double)(P.S[b] + P.nnew[b]) * 8 * 128 * 4;
         }
         P.causal = 1;
         build(P, false);
         const double ms = time_ms(P, 20);
-        printf("inflight 60 decodes + 4x512 prompts: %8.1f us  (KV bytes %.0f MB: %.2f TB/s)\n", ms * 1e3,
-               bytes / 1e6, bytes / (ms * 1e-3) / 1e12);
+        const char *what[3] = {"inflight 60 decodes + 4x512 prompts", "  its 4 prompts only", "  its 60 decodes only"};
+        printf("%-38s %8.1f us  (KV bytes %.0f MB: %.2f TB/s)\n", what[part], ms * 1e3, bytes / 1e6,
+               bytes / (ms * 1e-3) / 1e12);
         free_problem(P);
     }
     int Ls[3] = {1024, 4096, 16384};
@@ -597,6 +621,7 @@ int main(int argc, char **argv) {
     g_dev.device = dev;
     CK(cudaDeviceGetAttribute(&g_dev.num_sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
@@ -604,6 +629,30 @@ int main(int argc, char **argv) {
         kv_attn_dev_stages = argc > 2 ? atoi(argv[2]) : 0;
         printf("== bench, DP=128 stages %s\n", argc > 2 ? argv[2] : "default");
         bench();
+        return 0;
+    }
+    if (!strcmp(mode, "profile_tiny")) { /* the fixed cost: B = 1, 64 keys, for ncu */
+        Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
+        P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
+        build(P, false);
+        run_attn(P, 0);
+        run_attn(P, 0);
+        CK(cudaDeviceSynchronize());
+        free_problem(P);
+        return 0;
+    }
+    if (!strcmp(mode, "profile_inflight")) { /* the inflight step's launches, for ncu */
+        Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
+        for (int b = 0; b < 64; b++) {
+            if (b % 16 == 5) { P.nq[b] = 512; P.nnew[b] = 512; P.S[b] = 0; }
+            else { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = irand(512, 8192) - 1; }
+        }
+        P.causal = 1;
+        build(P, false);
+        run_attn(P, 0);
+        run_attn(P, 0);
+        CK(cudaDeviceSynchronize());
+        free_problem(P);
         return 0;
     }
     if (!strcmp(mode, "profile")) { /* one decode and one prefill launch, for ncu */

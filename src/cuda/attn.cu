@@ -7,11 +7,14 @@
 /* Everything the three entry points decide, made in one place so that they can never disagree. */
 typedef struct attn_plan {
     int dp;                /* padded head dim: the kernel variant */
-    int stages;            /* KV smem stages */
-    size_t smem;           /* dynamic smem of the attention kernel */
+    int stages;            /* KV smem stages of the prefill kernel */
+    int dec_stages;        /* KV smem stages of the decode kernel */
+    size_t smem;           /* dynamic smem of the prefill kernel (the larger one: decides the fast path) */
+    size_t smem_dec;       /* dynamic smem of the decode kernel */
     int64_t max_items, max_combine, max_part_rows;
     int32_t target_pieces;
-    size_t off_prefix, off_items, off_combine, off_part_o, off_part_lse, bytes; /* inside the attn workspace */
+    int prefill_rows;      /* packed rows per prefill item of the prefill variant */
+    size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, bytes;
 } attn_plan;
 
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -33,19 +36,23 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 }
 
 #ifdef KVATTN_DEV_VARIANTS
-int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other pipeline depths for DP = 128 */
+int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
 #endif
 static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, attn_plan *pl) {
     const int64_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
     const int64_t G = H / Hk > 0 ? H / Hk : 1;
     if (!attn_variant(p->head_dim, &pl->dp, &pl->stages)) { pl->dp = 256; pl->stages = 2; }
+    pl->dec_stages = pl->stages;
 #ifdef KVATTN_DEV_VARIANTS
-    if (kv_attn_dev_stages && pl->dp == 128) pl->stages = kv_attn_dev_stages;
+    if (kv_attn_dev_stages && pl->dp == 128) pl->dec_stages = kv_attn_dev_stages;
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
+    pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) * (pl->dp + 8) * 2;
+    if (pl->smem_dec > pl->smem) pl->smem = pl->smem_dec;
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
     const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
-    const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B;
+    const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B; /* any tile height >= 16 */
+    pl->prefill_rows = KV_PREFILL_ROWS;
     const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
     pl->target_pieces = 8 * num_sms;
     int64_t extra_items = 0, part_rows = 0;
@@ -53,7 +60,7 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
         int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
         if (p->num_splits > 1 && pinv > p->num_splits + 1) pinv = p->num_splits + 1;
         extra_items = Hk * B * pinv;
-        const int64_t rows = rows_q * G < KV_PREFILL_ROWS * B ? rows_q * G : KV_PREFILL_ROWS * B;
+        const int64_t rows = rows_q * G < KV_MAX_TILE_ROWS * B ? rows_q * G : KV_MAX_TILE_ROWS * B;
         part_rows = Hk * pinv * rows;
     } else if (p->num_splits != 1) {
         int64_t pmax = cdiv(C, KV_BN * KV_MIN_CHUNK_TILES) + 1;
@@ -61,7 +68,7 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
         /* the scheduler aims at W / chunk <= KV_SPLIT_PIECES_PER_CTA * 2 * num_sms chunks; a split tile has
          * fewer than 2 * ktiles / chunk pieces, so pieces < 2 * KV_SPLIT_PIECES_PER_CTA * 2 * num_sms */
         extra_items = 2 * KV_SPLIT_PIECES_PER_CTA * 2 * (int64_t)num_sms;
-        part_rows = extra_items * KV_PREFILL_ROWS;
+        part_rows = extra_items * KV_MAX_TILE_ROWS;
         if (rows_q * H * pmax < part_rows) part_rows = rows_q * H * pmax;
     }
     pl->max_items = Hk * tiles_max + extra_items;
@@ -73,8 +80,12 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     off += round256((size_t)(B + 1) * sizeof(int32_t));
     pl->off_items = off;
     off += round256((size_t)pl->max_items * sizeof(kv_item));
+    pl->off_pitems = off;
+    off += round256((size_t)pl->max_items * sizeof(kv_item));
     pl->off_combine = off;
     off += round256((size_t)pl->max_combine * sizeof(kv_combine));
+    pl->off_comb_done = off;
+    off += round256((size_t)pl->max_combine * sizeof(int32_t));
     pl->off_part_o = off;
     off += round256((size_t)pl->max_part_rows * pl->dp * sizeof(float));
     pl->off_part_lse = off;
@@ -127,10 +138,10 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
     return KVATTN_OK;
 }
 
-/* Blocks per SM of one attention kernel variant, after raising its smem limit once per device (both are
- * host-side attribute calls, no synchronization). */
+/* Blocks per SM of one attention kernel, after raising its smem limit once per device (both are host-side
+ * attribute calls, no synchronization). One cache per kernel instantiation (the template arguments). */
 #define KV_MAX_DEVICES 64
-template <typename T, int DP, int NS>
+template <typename T, int DP, int NS, bool DECODE>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
     /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
      * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
@@ -139,60 +150,85 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
     if (have > 0) { *blocks = have; return KVATTN_OK; }
-    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem));
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int n = 0;
-    KV_CUDA_CHECK_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS>, KV_THREADS, smem));
+    KV_CUDA_CHECK_RET(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE>, KV_THREADS, smem));
     if (n < 1) n = 1;
+    if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
     __atomic_store_n(&cached[d], n, __ATOMIC_RELEASE);
     *blocks = n;
     return KVATTN_OK;
 }
 
-template <typename T, int DP, int NS>
+/* The scheduler (with the finalize step), then the prefill kernel over the prefill items and the decode kernel
+ * over the decode items; the split combine runs inside them. mode: 0 = scheduler only (the prologue), 1 =
+ * attention kernels only, -1 = prepare (attributes and occupancy, launches nothing). */
+template <typename T, int DP, int NS, int NSD>
 static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args, const kv_device_info *dev,
-                       cudaStream_t stream) {
-    int per_sm = 1;
-    int st = attn_blocks_per_sm<T, DP, NS>(dev, pl->smem, &per_sm);
-    if (st != KVATTN_OK || args == NULL) return st; /* args == NULL: kv_attn_prepare, nothing is launched */
-    if (per_sm > 8) per_sm = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
+                       int mode, cudaStream_t stream) {
+    int per_dec = 1, per_pre = 1;
+    int st = attn_blocks_per_sm<T, DP, NSD, true>(dev, pl->smem_dec, &per_dec);
+    if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
+    if (st != KVATTN_OK || mode < 0) return st;
     kv_attn_args a = *args;
-    a.grid_ctas = dev->num_sms * per_sm;
-    a.split_blocks = per_sm > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
-    kv_attn_schedule_kernel<<<1, KV_SCHED_THREADS, 0, stream>>>(*p, a);
-    KV_CUDA_CHECK_RET(cudaGetLastError());
-    kv_attn_kernel<T, DP, NS><<<a.grid_ctas, KV_THREADS, pl->smem, stream>>>(*p, a);
-    KV_CUDA_CHECK_RET(cudaGetLastError());
-    if (pl->max_combine > 0) {
-        kv_attn_combine_kernel<T><<<dev->num_sms * 4, KV_THREADS, 0, stream>>>(*p, a);
-        KV_CUDA_CHECK_RET(cudaGetLastError());
+    a.grid_ctas = dev->num_sms * per_dec;
+    a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
+    a.prefill_rows = pl->prefill_rows;
+    if (mode == 0) {
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel, 1, KV_SCHED_THREADS, 0, stream, dev->pdl, *p, a));
+        return KVATTN_OK;
     }
+    /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
+     * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
+    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
+    if (max_rows > KV_DECODE_ROWS) {
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
+                                    stream, dev->pdl, *p, a));
+    }
+    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
+                                dev->pdl, *p, a));
     return KVATTN_OK;
 }
 
 template <typename T>
 static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
-                          const kv_device_info *dev, cudaStream_t stream) {
+                          const kv_device_info *dev, int mode, cudaStream_t stream) {
     switch (pl->dp) {
-    case 32: return launch_fast<T, 32, 4>(p, pl, args, dev, stream);
-    case 64: return launch_fast<T, 64, 4>(p, pl, args, dev, stream);
-    case 96: return launch_fast<T, 96, 4>(p, pl, args, dev, stream);
+    case 32: return launch_fast<T, 32, 4, 4>(p, pl, args, dev, mode, stream);
+    case 64: return launch_fast<T, 64, 4, 4>(p, pl, args, dev, mode, stream);
+    case 96: return launch_fast<T, 96, 4, 4>(p, pl, args, dev, mode, stream);
     case 128:
 #ifdef KVATTN_DEV_VARIANTS
-        if (pl->stages == 2) return launch_fast<T, 128, 2>(p, pl, args, dev, stream);
-        if (pl->stages == 4) return launch_fast<T, 128, 4>(p, pl, args, dev, stream);
+        if (pl->dec_stages == 2) return launch_fast<T, 128, 3, 2>(p, pl, args, dev, mode, stream);
+        if (pl->dec_stages == 4) return launch_fast<T, 128, 3, 4>(p, pl, args, dev, mode, stream);
+        if (pl->dec_stages == 5) return launch_fast<T, 128, 3, 5>(p, pl, args, dev, mode, stream);
+        if (pl->dec_stages == 6) return launch_fast<T, 128, 3, 6>(p, pl, args, dev, mode, stream);
 #endif
-        return launch_fast<T, 128, 3>(p, pl, args, dev, stream);
-    case 160: return launch_fast<T, 160, 2>(p, pl, args, dev, stream);
-    case 192: return launch_fast<T, 192, 2>(p, pl, args, dev, stream);
-    case 224: return launch_fast<T, 224, 2>(p, pl, args, dev, stream);
-    case 256: return launch_fast<T, 256, 2>(p, pl, args, dev, stream);
+        return launch_fast<T, 128, 3, 3>(p, pl, args, dev, mode, stream);
+    case 160: return launch_fast<T, 160, 2, 2>(p, pl, args, dev, mode, stream);
+    case 192: return launch_fast<T, 192, 2, 2>(p, pl, args, dev, mode, stream);
+    case 224: return launch_fast<T, 224, 2, 2>(p, pl, args, dev, mode, stream);
+    case 256: return launch_fast<T, 256, 2, 2>(p, pl, args, dev, mode, stream);
     default: return kv_set_error(KVATTN_ERR_INTERNAL, "head_dim=%d: no attention variant", p->head_dim);
     }
 }
 
 /* Set KVATTN_ATTN_FORCE_V0 (dev builds) to route every call through the scalar kernel. */
 int kv_attn_force_v0 = 0;
+
+/* The finalize step alone (one block), when the scheduler does not run: B = 0 or the scalar path. */
+__global__ void __launch_bounds__(1024) kv_finalize_kernel(int B, int8_t *seq_ok, kvattn_device_status *status) {
+    kv_grid_wait(); /* the check flags */
+    kv_grid_launch_dependents();
+    kv_finalize_block(B, seq_ok, status);
+}
+
+static bool attn_fast(const kvattn_params *p, const attn_plan *pl, const kv_device_info *dev) {
+    return !kv_attn_force_v0 && attn_fast_layout_ok(p) && pl->smem <= (size_t)dev->max_smem_optin;
+}
 
 /* Everything of kv_attn_launch that can fail on the host, done before the host half writes anything (the
  * append kernel): support, the workspace size, and the variant's one-time smem attribute / occupancy query.
@@ -202,12 +238,53 @@ int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t at
     if (st != KVATTN_OK || p->batch == 0) return st;
     attn_plan pl;
     attn_plan_make(p, dev, &pl);
-    const bool fast = !kv_attn_force_v0 && attn_fast_layout_ok(p) && pl.smem <= (size_t)dev->max_smem_optin;
-    if (!fast) return KVATTN_OK;
+    if (!attn_fast(p, &pl, dev)) return KVATTN_OK;
     RETURN_IF(attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE, "workspace: attention needs %zu bytes, got %zu",
               pl.bytes, attn_ws_bytes);
-    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, NULL, dev, NULL)
-                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, NULL, dev, NULL);
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, NULL, dev, -1, NULL)
+                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, NULL, dev, -1, NULL);
+}
+
+static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
+                           kv_attn_args *args) {
+    unsigned char *ws = (unsigned char *)attn_ws;
+    args->seq_ok = seq_ok;
+    args->status = status;
+    args->hdr = (kv_attn_ws_header *)ws;
+    args->tile_prefix = (int32_t *)(ws + pl->off_prefix);
+    args->items = (kv_item *)(ws + pl->off_items);
+    args->pitems = (kv_item *)(ws + pl->off_pitems);
+    args->combine = (kv_combine *)(ws + pl->off_combine);
+    args->comb_done = (int32_t *)(ws + pl->off_comb_done);
+    args->part_o = (float *)(ws + pl->off_part_o);
+    args->part_lse = (float *)(ws + pl->off_part_lse);
+    args->max_items = pl->max_items;
+    args->max_combine = pl->max_combine;
+    args->max_part_rows = pl->max_part_rows;
+    args->target_pieces = pl->target_pieces;
+    args->grid_ctas = args->split_blocks = 0; /* set per variant */
+    args->prefill_rows = pl->prefill_rows;
+    args->dp = pl->dp;
+}
+
+int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
+                            size_t attn_ws_bytes, const kv_device_info *dev, cudaStream_t stream) {
+    attn_plan pl;
+    bool fast = false;
+    if (p->batch > 0 && kv_attn_supported(p) == KVATTN_OK) {
+        attn_plan_make(p, dev, &pl);
+        fast = attn_fast(p, &pl, dev);
+    }
+    if (!fast) {
+        KV_CUDA_CHECK_RET(kv_launch(kv_finalize_kernel, 1, 1024, 0, stream, dev->pdl, (int)p->batch, seq_ok, status));
+        return KVATTN_OK;
+    }
+    RETURN_IF(attn_ws == NULL || attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE,
+              "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
+    kv_attn_args args;
+    attn_args_make(&pl, seq_ok, status, attn_ws, &args);
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, 0, stream)
+                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, 0, stream);
 }
 
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
@@ -217,27 +294,13 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
     if (p->batch == 0) return KVATTN_OK;
     attn_plan pl;
     attn_plan_make(p, dev, &pl);
-    const bool fast = !kv_attn_force_v0 && attn_fast_layout_ok(p) && pl.smem <= (size_t)dev->max_smem_optin;
-    if (!fast)
+    if (!attn_fast(p, &pl, dev))
         return p->dtype == KVATTN_F16 ? launch_v0<__half>(p, seq_ok, dev, stream)
                                       : launch_v0<__nv_bfloat16>(p, seq_ok, dev, stream);
     RETURN_IF(attn_ws == NULL || attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE,
               "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
-    unsigned char *ws = (unsigned char *)attn_ws;
     kv_attn_args args;
-    args.seq_ok = seq_ok;
-    args.hdr = (kv_attn_ws_header *)ws;
-    args.tile_prefix = (int32_t *)(ws + pl.off_prefix);
-    args.items = (kv_item *)(ws + pl.off_items);
-    args.combine = (kv_combine *)(ws + pl.off_combine);
-    args.part_o = (float *)(ws + pl.off_part_o);
-    args.part_lse = (float *)(ws + pl.off_part_lse);
-    args.max_items = pl.max_items;
-    args.max_combine = pl.max_combine;
-    args.max_part_rows = pl.max_part_rows;
-    args.target_pieces = pl.target_pieces;
-    args.grid_ctas = args.split_blocks = 0; /* set per variant */
-    args.dp = pl.dp;
-    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, stream)
-                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, stream);
+    attn_args_make(&pl, seq_ok, NULL, attn_ws, &args);
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, 1, stream)
+                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, 1, stream);
 }

@@ -13,17 +13,21 @@
 
 #define KV_BN 64              /* keys per KV tile */
 #define KV_DECODE_ROWS 16     /* packed rows of a decode-shaped item: the 4 warps split the keys */
-#define KV_PREFILL_ROWS 64    /* packed rows of a prefill item: 16 per warp */
+#define KV_PREFILL_ROWS 64    /* packed rows of a prefill item of the mma.sync kernel: 16 per warp */
+#define KV_MAX_TILE_ROWS 128  /* packed rows of the tallest item of any variant (workspace bounds) */
 #define KV_THREADS 128
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
+#define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
+#define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
 
 /* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
- * a split piece whose normalized partial out/lse go to partial rows [part, part + nrows). */
+ * a split piece whose normalized partial out/lse go to partial rows [part, part + nrows); the block that
+ * finishes the last piece of combine task `comb` merges them (see kv_attn_piece_done). */
 typedef struct kv_item {
-    int32_t b, kv_head, row0, nrows, klo, khi, part, pad;
+    int32_t b, kv_head, row0, nrows, klo, khi, part, comb;
 } kv_item;
 /* One combine task: the nsplit pieces of packed rows [row0, row0+nrows) of (b, kv_head), partial rows
  * part_base + s * nrows + rr, merged in split order s = 0, 1, ... */
@@ -32,8 +36,9 @@ typedef struct kv_combine {
 } kv_combine;
 
 typedef struct kv_attn_ws_header {
-    int32_t n_items, n_combine, item_counter, overflow;
-    int32_t part_rows_used, chunk_tiles, pad[2];
+    int32_t n_items, n_pitems;             /* decode items (items[]), prefill items (pitems[]) */
+    int32_t item_counter, pitem_counter;   /* next item to take, per list (reset by the scheduler) */
+    int32_t n_combine, overflow, part_rows_used, chunk_tiles;
 } kv_attn_ws_header;
 
 /* Pointers into the attention workspace (see attn_ws_layout in attn.cu). */
@@ -41,14 +46,18 @@ typedef struct kv_attn_args {
     const int8_t *seq_ok;
     kv_attn_ws_header *hdr;
     int32_t *tile_prefix; /* [B + 1] */
-    kv_item *items;
+    kv_item *items;       /* [max_items] decode-shaped items (<= KV_DECODE_ROWS rows) */
+    kv_item *pitems;      /* [max_items] prefill items (<= prefill_rows rows) */
     kv_combine *combine;
+    int32_t *comb_done;   /* [max_combine] pieces finished per combine task (zeroed by the scheduler) */
+    kvattn_device_status *status; /* the scheduler finalizes the check flags first (see kv_finalize_block) */
     float *part_o;   /* [max_part_rows, DP] */
     float *part_lse; /* [max_part_rows] */
     int64_t max_items, max_combine, max_part_rows;
     int32_t target_pieces; /* bound used for the workspace: at most 2 * target_pieces split pieces */
     int32_t grid_ctas;     /* blocks of the attention kernel */
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
+    int32_t prefill_rows;  /* packed rows per prefill item of the prefill kernel variant (<= KV_MAX_TILE_ROWS) */
     int32_t dp;
 } kv_attn_args;
 
@@ -128,8 +137,8 @@ static __device__ __forceinline__ int32_t kv_seq_rows(const kvattn_params &p, co
     const int64_t rows = (int64_t)s.n_q * G;
     return (s.n_q <= 0 || rows > 0x3fffffff) ? 0 : (int32_t)rows;
 }
-static __device__ __forceinline__ int kv_tile_rows(int32_t rows) {
-    return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
+static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_rows) {
+    return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : prefill_rows;
 }
 
 /* ---- scheduler: one block turns the live lengths into the item list ------------------------------------
@@ -141,53 +150,91 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows) {
  * 3. per (sequence, tile): its key range, its pieces, one item per (kv head, piece) and one combine task
  *    per kv head when split. Long pieces are listed first (the attention kernel takes items in order). */
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
-    __shared__ int32_t s_scan[KV_SCHED_THREADS];
+    __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
-    __shared__ int32_t s_items, s_combine, s_part, s_overflow;
-    __shared__ int32_t s_items_cut; /* smallest start of an item range that did not fit (left unwritten) */
+    __shared__ int32_t s_items, s_pitems, s_combine, s_part, s_overflow, s_total;
+    __shared__ int32_t s_items_cut, s_pitems_cut; /* smallest start of a range that did not fit (unwritten) */
+    /* per-sequence facts of the item pass, in smem when B <= KV_SCHED_SEQS (else re-read from global memory):
+     * first tile, queries (0: skipped) and key count */
+    __shared__ int32_t s_pre[KV_SCHED_SEQS + 1], s_nq[KV_SCHED_SEQS], s_sk[KV_SCHED_SEQS];
+    __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
-    if (tid == 0) { s_work = 0; s_items = 0; s_combine = 0; s_part = 0; s_overflow = 0; s_items_cut = 0x7fffffff; }
+    kv_grid_wait(); /* the check flags (PDL: see cuda_internal.cuh) */
+    kv_grid_launch_dependents();
+    kv_finalize_block(B, (int8_t *)a.seq_ok, a.status); /* ends with a block barrier */
+    if (tid == 0) {
+        s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
+        s_items_cut = s_pitems_cut = 0x7fffffff;
+    }
     __syncthreads();
 
     /* 1. tiles per sequence, scanned */
+    const bool cached = B <= KV_SCHED_SEQS;
+    int32_t *pre = cached ? s_pre : a.tile_prefix;
     const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
     const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
     int32_t my_tiles = 0;
     unsigned long long my_work = 0;
     for (int b = b_begin; b < b_end; b++) {
-        if (!a.seq_ok[b]) continue;
+        const bool ok = a.seq_ok[b];
         const kv_seq s = kv_seq_get(&p, b);
-        const int32_t rows = kv_seq_rows(p, s, G);
+        const int32_t rows = ok ? kv_seq_rows(p, s, G) : 0;
+        if (cached) {
+            s_nq[b] = rows ? s.n_q : 0;
+            s_sk[b] = s.S + s.n_new - s.L;
+        }
         if (rows == 0) continue;
-        const int32_t tiles = (rows + kv_tile_rows(rows) - 1) / kv_tile_rows(rows);
+        const int32_t tiles = (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
         const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
         my_tiles += tiles;
         my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
     }
-    s_scan[tid] = my_tiles;
-    atomicAdd(&s_work, my_work);
-    __syncthreads();
-    for (int off = 1; off < KV_SCHED_THREADS; off <<= 1) { /* inclusive Hillis-Steele scan */
-        const int32_t v = tid >= off ? s_scan[tid - off] : 0;
-        __syncthreads();
-        s_scan[tid] += v;
-        __syncthreads();
+    /* exclusive scan of my_tiles over the block: warp shuffles, one warp over the warp totals */
+    const int lane = tid & 31, wid = tid >> 5;
+    int32_t incl = my_tiles;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
     }
-    {
-        int32_t acc = s_scan[tid] - my_tiles;
-        for (int b = b_begin; b < b_end; b++) {
-            a.tile_prefix[b] = acc;
-            if (!a.seq_ok[b]) continue;
-            const kv_seq s = kv_seq_get(&p, b);
-            const int32_t rows = kv_seq_rows(p, s, G);
-            if (rows) acc += (rows + kv_tile_rows(rows) - 1) / kv_tile_rows(rows);
+    if (lane == 31) s_scan[wid] = incl;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) my_work += __shfl_xor_sync(0xffffffffu, my_work, o);
+    if (lane == 0 && my_work) atomicAdd(&s_work, my_work); /* one per warp: 64-bit smem atomics serialize */
+    __syncthreads();
+    if (wid == 0) {
+        const int32_t w = s_scan[lane];
+        int32_t wi = w;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= o) wi += v;
         }
-        if (tid == KV_SCHED_THREADS - 1) a.tile_prefix[B] = s_scan[tid];
+        s_scan[lane] = wi - w; /* exclusive */
+        if (lane == 31) s_total = wi;
+    }
+    __syncthreads();
+    {
+        int32_t acc = s_scan[wid] + incl - my_tiles;
+        for (int b = b_begin; b < b_end; b++) {
+            pre[b] = acc;
+            int32_t rows;
+            if (cached) {
+                kv_seq s;
+                s.n_q = s_nq[b];
+                rows = kv_seq_rows(p, s, G);
+            } else {
+                const kv_seq s = kv_seq_get(&p, b);
+                rows = a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
+            }
+            if (rows) acc += (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
+        }
+        if (tid == 0) pre[B] = s_total;
     }
     __threadfence_block();
     __syncthreads();
-    const int32_t total_tiles = s_scan[KV_SCHED_THREADS - 1];
+    const int32_t total_tiles = s_total;
 
     /* 2. the auto chunk (KV tiles per piece) */
     int64_t chunk = KV_MIN_CHUNK_TILES;
@@ -198,63 +245,140 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         if (c > chunk) chunk = c;
     }
 
-    /* 3. items, long pieces first (pass 0), then the rest (pass 1) */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
-            int lo = 0, hi = B; /* last b with tile_prefix[b] <= t, among sequences that own tiles */
-            while (hi - lo > 1) {
-                const int mid = (lo + hi) >> 1;
-                if (a.tile_prefix[mid] <= t) lo = mid; else hi = mid;
-            }
-            const int b = lo;
-            const kv_seq s = kv_seq_get(&p, b);
-            const int32_t rows = kv_seq_rows(p, s, G);
-            const int tm = kv_tile_rows(rows);
-            const int32_t row0 = (t - a.tile_prefix[b]) * tm;
-            if (rows == 0 || row0 >= rows) continue; /* cannot happen for a consistent prefix */
-            const int32_t nrows = min(tm, rows - row0);
-            const kv_range kr = kv_tile_keys(p, s, G, row0, nrows);
-            /* pieces: [klo + k * span, ...) in auto mode; fixed key blocks in batch-invariant mode */
-            const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
-            int32_t npieces = 1, span = 0, inv_block = 0;
-            if (p.num_splits != 1 && kr.hi > kr.lo) {
-                if (p.batch_invariant) {
-                    if (rows <= KV_PREFILL_ROWS) {
-                        const int32_t s_k = s.S + s.n_new - s.L;
-                        int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
-                        if (p.num_splits > 1 && nb > p.num_splits)
-                            nb = (int32_t)kv_ceil_div64(nb, p.num_splits);
-                        else
-                            nb = 1;
-                        inv_block = nb * KV_INV_SPLIT_KEYS;
-                        npieces = (int32_t)((kr.hi - 1) / inv_block - kr.lo / inv_block + 1);
-                    }
-                } else if (ktiles > chunk) {
-                    int64_t n = kv_ceil_div64(ktiles, chunk);
-                    if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
-                    npieces = (int32_t)n;
-                    span = (int32_t)kv_ceil_div64(ktiles, n) * KV_BN;
-                    npieces = (int32_t)kv_ceil_div64(ktiles * KV_BN, span);
+    /* 3. items in descending piece length (what a greedy list schedule needs to keep the tail short): pass 0
+     * counts the items per (list, piece length in KV tiles, capped), a scan turns the counts into the start
+     * of each length's range, pass 1 writes the items there */
+    struct tile_plan {
+        int b;
+        int32_t rows, row0, nrows, npieces, span, inv_block, bucket;
+        kv_range kr;
+    };
+    auto plan_tile = [&](int32_t t, tile_plan &tp) -> bool {
+        int lo = 0, hi = B; /* last b with pre[b] <= t, among sequences that own tiles */
+        while (hi - lo > 1) {
+            const int mid = (lo + hi) >> 1;
+            if (pre[mid] <= t) lo = mid; else hi = mid;
+        }
+        const int b = lo;
+        kv_seq s;
+        if (cached) { /* only the fields the item pass uses: n_q and the key count S + n_new - L */
+            s.n_q = s_nq[b];
+            s.S = s_sk[b];
+            s.n_new = 0;
+            s.L = 0;
+        } else {
+            s = kv_seq_get(&p, b);
+        }
+        tp.b = b;
+        tp.rows = kv_seq_rows(p, s, G);
+        const int tm = kv_tile_rows(tp.rows, a.prefill_rows);
+        tp.row0 = (t - pre[b]) * tm;
+        if (tp.rows == 0 || tp.row0 >= tp.rows) return false; /* cannot happen for a consistent prefix */
+        tp.nrows = min(tm, tp.rows - tp.row0);
+        const kv_range kr = kv_tile_keys(p, s, G, tp.row0, tp.nrows);
+        tp.kr = kr;
+        /* pieces: [klo + k * span, ...) in auto mode; fixed key blocks in batch-invariant mode */
+        const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+        tp.npieces = 1;
+        tp.span = 0;
+        tp.inv_block = 0;
+        if (p.num_splits != 1 && kr.hi > kr.lo) {
+            if (p.batch_invariant) {
+                if (tp.rows <= KV_PREFILL_ROWS) { /* fixed, not the variant's tile: invariance across variants */
+                    const int32_t s_k = s.S + s.n_new - s.L;
+                    int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
+                    if (p.num_splits > 1 && nb > p.num_splits)
+                        nb = (int32_t)kv_ceil_div64(nb, p.num_splits);
+                    else
+                        nb = 1;
+                    tp.inv_block = nb * KV_INV_SPLIT_KEYS;
+                    tp.npieces = (int32_t)((kr.hi - 1) / tp.inv_block - kr.lo / tp.inv_block + 1);
                 }
+            } else if (ktiles > chunk) {
+                int64_t n = kv_ceil_div64(ktiles, chunk);
+                if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
+                tp.span = (int32_t)kv_ceil_div64(ktiles, n) * KV_BN;
+                tp.npieces = (int32_t)kv_ceil_div64((int64_t)ktiles * KV_BN, tp.span);
             }
-            const bool heavy = (int64_t)(ktiles / npieces) * 2 >= chunk;
-            if ((pass == 0) != heavy) continue;
-            int32_t part_base = -1;
-            if (npieces > 1) {
-                part_base = atomicAdd(&s_part, npieces * nrows * Hk);
-                if ((int64_t)part_base + (int64_t)npieces * nrows * Hk > a.max_part_rows) {
-                    atomicOr(&s_overflow, 1); /* cannot happen when the bound is right: run unsplit */
-                    npieces = 1;
-                    part_base = -1;
-                }
+        }
+        tp.bucket = min((ktiles + tp.npieces - 1) / tp.npieces, KV_SCHED_BUCKETS - 1);
+        return true;
+    };
+    for (int e = tid; e < 2 * KV_SCHED_BUCKETS; e += KV_SCHED_THREADS) s_bucket[e] = 0;
+    __syncthreads();
+    for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
+        tile_plan tp;
+        if (plan_tile(t, tp))
+            atomicAdd(&s_bucket[(tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket], tp.npieces * Hk);
+    }
+    __syncthreads();
+    if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
+                       * owns the 8 buckets 255 - 8l ... 248 - 8l */
+        constexpr int PER = KV_SCHED_BUCKETS / 32;
+        int32_t *cnt = s_bucket + wid * KV_SCHED_BUCKETS;
+        int32_t c[PER], sum = 0;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            c[k] = cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)];
+            sum += c[k];
+        }
+        int32_t wi = sum;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= o) wi += v;
+        }
+        int32_t acc = wi - sum;
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)] = acc;
+            acc += c[k];
+        }
+        if (lane == 31) {
+            if (wid == 0) s_items = wi; else s_pitems = wi;
+        }
+    }
+    __syncthreads();
+    for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
+        tile_plan tp;
+        if (!plan_tile(t, tp)) continue;
+        const int b = tp.b;
+        const int32_t row0 = tp.row0, nrows = tp.nrows, span = tp.span, inv_block = tp.inv_block;
+        const kv_range kr = tp.kr;
+        int32_t npieces = tp.npieces;
+        const bool dec = tp.rows <= KV_DECODE_ROWS;
+        kv_item *list = dec ? a.items : a.pitems;
+        const int32_t first = atomicAdd(&s_bucket[(dec ? 0 : KV_SCHED_BUCKETS) + tp.bucket], npieces * Hk);
+        if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) {
+            atomicOr(&s_overflow, 2);
+            atomicMin(dec ? &s_items_cut : &s_pitems_cut, first); /* never hand out its unwritten slots */
+            continue;
+        }
+        int32_t part_base = -1, comb0 = -1;
+        if (npieces > 1) {
+            part_base = atomicAdd(&s_part, npieces * nrows * Hk);
+            comb0 = atomicAdd(&s_combine, Hk);
+            if ((int64_t)part_base + (int64_t)npieces * nrows * Hk > a.max_part_rows ||
+                (int64_t)comb0 + Hk > a.max_combine) {
+                atomicOr(&s_overflow, 1); /* cannot happen when the bounds are right: piece 0 does it all */
+                part_base = comb0 = -1;
             }
-            const int32_t first = atomicAdd(&s_items, npieces * Hk);
-            if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) {
-                atomicOr(&s_overflow, 2);
-                atomicMin(&s_items_cut, first); /* never hand out its unwritten (stale) slots */
-                continue;
-            }
+        }
+        {
             for (int kh = 0; kh < Hk; kh++) {
+                const int32_t comb = comb0 >= 0 ? comb0 + kh : -1;
+                if (comb >= 0) {
+                    kv_combine cb;
+                    cb.b = b;
+                    cb.kv_head = kh;
+                    cb.row0 = row0;
+                    cb.nrows = nrows;
+                    cb.part_base = part_base + kh * npieces * nrows;
+                    cb.nsplit = npieces;
+                    cb.pad0 = cb.pad1 = 0;
+                    a.combine[comb] = cb;
+                    a.comb_done[comb] = 0;
+                }
                 for (int32_t k = 0; k < npieces; k++) {
                     kv_item it;
                     it.b = b;
@@ -273,22 +397,14 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                         it.klo = max(kr.lo, base + k * span);
                         it.khi = min(kr.hi, base + (k + 1) * span);
                     }
-                    it.part = npieces > 1 ? part_base + (kh * npieces + k) * nrows : -1;
-                    it.pad = 0;
-                    a.items[first + kh * npieces + k] = it;
-                }
-                if (npieces > 1) {
-                    const int32_t c = atomicAdd(&s_combine, 1);
-                    if (c >= a.max_combine) { atomicOr(&s_overflow, 4); continue; }
-                    kv_combine cb;
-                    cb.b = b;
-                    cb.kv_head = kh;
-                    cb.row0 = row0;
-                    cb.nrows = nrows;
-                    cb.part_base = part_base + kh * npieces * nrows;
-                    cb.nsplit = npieces;
-                    cb.pad0 = cb.pad1 = 0;
-                    a.combine[c] = cb;
+                    it.part = comb >= 0 ? part_base + (kh * npieces + k) * nrows : -1;
+                    it.comb = comb;
+                    if (comb < 0 && npieces > 1) { /* no combine slot: piece 0 carries the whole tile */
+                        it.klo = kr.lo;
+                        it.khi = k == 0 ? kr.hi : kr.lo;
+                        it.nrows = k == 0 ? nrows : 0;
+                    }
+                    list[first + kh * npieces + k] = it;
                 }
             }
         }
@@ -297,8 +413,10 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     if (tid == 0) {
         /* ranges are reserved in order: every range starting below the first one that did not fit was written */
         a.hdr->n_items = (int32_t)min(min((int64_t)s_items, a.max_items), (int64_t)s_items_cut);
+        a.hdr->n_pitems = (int32_t)min(min((int64_t)s_pitems, a.max_items), (int64_t)s_pitems_cut);
         a.hdr->n_combine = (int32_t)min((int64_t)s_combine, a.max_combine);
         a.hdr->item_counter = 0;
+        a.hdr->pitem_counter = 0;
         a.hdr->overflow = s_overflow;
         a.hdr->part_rows_used = s_part;
         a.hdr->chunk_tiles = (int32_t)min(chunk, (int64_t)0x7fffffff);
@@ -348,7 +466,7 @@ struct kv_attn_smem {
 
 template <typename T, int DP, int NS, bool DECODE>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                    unsigned char *kv_smem_raw, int64_t (*s_off)[2][KV_BN],
+                                                    unsigned char *kv_smem_raw, int64_t (*s_off)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
     typedef kv_attn_smem<DP, NS> SM;
     constexpr int ROW = SM::ROW;
@@ -413,20 +531,30 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         }
 
         /* 2. KV tiles: each row's cache offset is resolved once (thread tid: row tid % 64 of K or V) into
-         * s_off one tile before its cp.async is issued, so page-table latency overlaps the math. */
+         * s_off one tile before its cp.async is issued; its block-table entry is read one more tile earlier
+         * into a register, so neither the table read nor the offset math stalls the tile being computed.
+         * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). */
         const int32_t kt_begin = it.klo / KV_BN;
         const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
         const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
-        auto row_offset = [&](int32_t kt, int slot) {
-            const int rr = tid & (KV_BN - 1), which = tid >> 6;
-            const int32_t j = kt * KV_BN + rr;
+        const int orr = tid & (KV_BN - 1), owhich = tid >> 6;
+        auto page_read = [&](int32_t kt) -> int32_t {
+            const int32_t j = kt * KV_BN + orr;
+            return p.block_table && kt < kt_end && j >= it.klo && j < it.khi ? kv_page_of(&p, b, s.L + j) : 0;
+        };
+        auto row_offset = [&](int32_t kt, int slot, int32_t page) {
+            const int32_t j = kt * KV_BN + orr;
             int64_t off = -1;
-            if (kt < kt_end && j >= it.klo && j < it.khi)
-                off = which == 0 ? kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
-                                                   p.k_head_stride)
-                                 : kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
-                                                   p.v_head_stride);
-            s_off[slot][which][rr] = off;
+            int32_t row = 0;
+            if (kt < kt_end && j >= it.klo && j < it.khi) {
+                const int64_t outer = kv_cache_locate_at(&p, page, cache_row, s.L + j, &row);
+                if (outer >= 0)
+                    off = owhich == 0 ? outer * p.k_batch_stride + (int64_t)row * p.k_row_stride +
+                                            (int64_t)kvh * p.k_head_stride
+                                      : outer * p.v_batch_stride + (int64_t)row * p.v_row_stride +
+                                            (int64_t)kvh * p.v_head_stride;
+            }
+            s_off[slot][orr][owhich] = off;
         };
         auto load_tile = [&](int slot, int stage) {
             T *dk = sK + stage * SM::KV_ELEMS;
@@ -435,15 +563,17 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             for (int k = 0; k < KV_BN * CH / KV_THREADS; k++) {
                 const int e = tid + k * KV_THREADS;
                 const int rr = e / CH, c0 = (e - rr * CH) * 8;
-                const int64_t ko = c0 < D ? s_off[slot][0][rr] : -1;
-                const int64_t vo = c0 < D ? s_off[slot][1][rr] : -1;
+                const longlong2 kvo = *(const longlong2 *)s_off[slot][rr]; /* K and V offsets: one 16-byte load */
+                const int64_t ko = c0 < D ? kvo.x : -1;
+                const int64_t vo = c0 < D ? kvo.y : -1;
                 kv_cp_async16(kv_smem_u32(dk + rr * ROW + c0), ko >= 0 ? (const void *)(kg + ko + c0) : (const void *)kg,
                               ko >= 0 ? 16 : 0);
                 kv_cp_async16(kv_smem_u32(dv + rr * ROW + c0), vo >= 0 ? (const void *)(vg + vo + c0) : (const void *)vg,
                               vo >= 0 ? 16 : 0);
             }
         };
-        for (int st = 0; st < NS; st++) row_offset(kt_begin + st, st);
+        for (int st = 0; st < NS; st++) row_offset(kt_begin + st, st, page_read(kt_begin + st));
+        int32_t next_page = page_read(kt_begin + NS); /* of the tile whose offsets are resolved next */
         __syncthreads(); /* Q and the first offsets in smem */
         const int wrow0 = decode ? 0 : warp * 16;
         uint32_t qf[DP <= 128 ? DK : 1][4];
@@ -496,7 +626,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 const int32_t nt_ = t + NS - 1;
                 if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
                 kv_cp_async_commit();
-                if (t + NS < n_kt) row_offset(kt_begin + t + NS, t % NS); /* slot of tile t: issued long ago */
+                if (t + NS < n_kt) { /* into the slot of tile t (issued long ago); the page read one tile ahead */
+                    row_offset(kt_begin + t + NS, t % NS, next_page);
+                    next_page = page_read(kt_begin + t + NS + 1);
+                }
             }
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
@@ -690,66 +823,96 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         }
 }
 
-template <typename T, int DP, int NS>
-__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
-    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
-    __shared__ int64_t s_off[NS][2][KV_BN]; /* element offsets of the K and V rows of the tiles in flight */
-    __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
-    __shared__ int s_item;
-    const int G = p.num_heads / p.num_kv_heads;
-    for (;;) {
-        if (threadIdx.x == 0) s_item = atomicAdd(&a.hdr->item_counter, 1);
-        __syncthreads();
-        const int idx = s_item;
-        if (idx >= a.hdr->n_items) break;
-        const kv_item it = a.items[idx];
-        const kv_seq s = kv_seq_get(&p, it.b);
-        if (kv_seq_rows(p, s, G) <= KV_DECODE_ROWS)
-            kv_attn_item<T, DP, NS, true>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
-        else
-            kv_attn_item<T, DP, NS, false>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
-        __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
+/* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
+ * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
+ * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row, lanes over splits (fixed
+ * shuffle tree) for the lse, then over channels. The partials are read from L2 (__ldcg): other blocks wrote
+ * them in this kernel. */
+template <typename T>
+static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_args &a, const kv_combine &cb) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
+    T *og = (T *)p.out;
+    const kv_seq s = kv_seq_get(&p, cb.b);
+    for (int rr = warp; rr < cb.nrows; rr += nwarps) {
+        const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
+        float mx = -CUDART_INF_F;
+        for (int k = lane; k < cb.nsplit; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
+        float L = 0.0f;
+        for (int k = lane; k < cb.nsplit; k += 32) L += expf(__ldcg(lse_s + (int64_t)k * cb.nrows) - msafe);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+        const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
+        const int32_t r = cb.row0 + rr;
+        const int64_t oo =
+            kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+        for (int ch = lane; ch < D; ch += 32) {
+            float v = 0.0f;
+#pragma unroll 4
+            for (int k = 0; k < cb.nsplit; k++) {
+                const int64_t pr = cb.part_base + (int64_t)k * cb.nrows + rr;
+                const float f = L > 0.0f ? expf(__ldcg(a.part_lse + pr) - lse) : 0.0f;
+                v += f * __ldcg(a.part_o + pr * DP + ch);
+            }
+            kv_from_float(&og[oo + ch], v);
+        }
+        if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
     }
 }
 
-/* ---- combine: merge the pieces of each split tile in split order ---------------------------------------
- * For packed row rr of task c: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s. One block per
- * task, one warp per row, lanes over splits (fixed shuffle tree) then over channels. */
+/* After a block wrote the partial rows of a split piece: count the piece, and if it was the task's last,
+ * merge the task here (no separate combine launch; the merge of a long sequence starts as soon as its pieces
+ * are done). Release/acquire by fences around the counter. Whole block; ends with a barrier. */
 template <typename T>
-__global__ void __launch_bounds__(KV_THREADS) kv_attn_combine_kernel(kvattn_params p, kv_attn_args a) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int n_combine = a.hdr->n_combine;
-    const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
-    T *og = (T *)p.out;
-    for (int c = blockIdx.x; c < n_combine; c += gridDim.x) {
-        const kv_combine cb = a.combine[c];
-        const kv_seq s = kv_seq_get(&p, cb.b);
-        for (int rr = warp; rr < cb.nrows; rr += KV_THREADS / 32) {
-            const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
-            float mx = -CUDART_INF_F;
-            for (int k = lane; k < cb.nsplit; k += 32) mx = fmaxf(mx, lse_s[(int64_t)k * cb.nrows]);
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-            const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-            float L = 0.0f;
-            for (int k = lane; k < cb.nsplit; k += 32) L += expf(lse_s[(int64_t)k * cb.nrows] - msafe);
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
-            const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
-            const int32_t r = cb.row0 + rr;
-            const int64_t oo = kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride,
-                                             p.out_head_stride);
-            for (int ch = lane; ch < D; ch += 32) {
-                float v = 0.0f;
-                for (int k = 0; k < cb.nsplit; k++) {
-                    const int64_t pr = cb.part_base + (int64_t)k * cb.nrows + rr;
-                    const float f = L > 0.0f ? expf(a.part_lse[pr] - lse) : 0.0f;
-                    v += f * a.part_o[pr * DP + ch];
-                }
-                kv_from_float(&og[oo + ch], v);
-            }
-            if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
-        }
+static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb,
+                                          int *s_flag) {
+    __threadfence(); /* this thread's partial writes, before the count */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const int32_t done = atomicAdd(&a.comb_done[comb], 1) + 1;
+        *s_flag = done == __ldcg(&a.combine[comb].nsplit);
+    }
+    __syncthreads();
+    if (*s_flag) {
+        __threadfence(); /* the other pieces' writes, after their counts */
+        kv_combine t;
+        t.b = __ldcg(&a.combine[comb].b);
+        t.kv_head = __ldcg(&a.combine[comb].kv_head);
+        t.row0 = __ldcg(&a.combine[comb].row0);
+        t.nrows = __ldcg(&a.combine[comb].nrows);
+        t.part_base = __ldcg(&a.combine[comb].part_base);
+        t.nsplit = __ldcg(&a.combine[comb].nsplit);
+        kv_combine_task<T>(p, a, t);
+    }
+    __syncthreads();
+}
+
+/* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys
+ * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
+ * path gets its own register allocation. */
+template <typename T, int DP, int NS, bool DECODE>
+__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
+    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
+    __shared__ __align__(16) int64_t s_off[NS][KV_BN][2]; /* element offsets of the K, V rows of tiles in flight */
+    __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
+    __shared__ int s_item, s_flag;
+    kv_grid_wait(); /* items (scheduler) and appended rows (append kernel) */
+    kv_grid_launch_dependents();
+    const kv_item *list = DECODE ? a.items : a.pitems;
+    int32_t *counter = DECODE ? &a.hdr->item_counter : &a.hdr->pitem_counter;
+    const int32_t n = DECODE ? a.hdr->n_items : a.hdr->n_pitems;
+    for (;;) {
+        if (threadIdx.x == 0) s_item = atomicAdd(counter, 1);
+        __syncthreads();
+        const int idx = s_item;
+        if (idx >= n) break;
+        const kv_item it = list[idx];
+        kv_attn_item<T, DP, NS, DECODE>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
+        __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
+        if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.cuh"
@@ -30,6 +31,10 @@ int kv_device_info_get(kv_device_info *info) {
     d.device = device;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    int major = 0;
+    KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    const char *no_pdl = getenv("KVATTN_NO_PDL");
+    d.pdl = major >= 9 && !(no_pdl && no_pdl[0] && no_pdl[0] != '0');
     g_device_info[device] = d;
     __atomic_store_n(&g_device_info_ready[device], 1, __ATOMIC_RELEASE);
     *info = d;
@@ -68,6 +73,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.device = -1;
         dev.num_sms = 132;
         dev.max_smem_optin = 227 * 1024;
+        dev.pdl = 0;
     }
     return dev;
 }
@@ -106,6 +112,7 @@ __global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid
     __shared__ int s_flags;
     __shared__ int32_t s_slot_lo, s_slot_hi; /* page slots to check, inclusive; lo > hi when none */
     const int b = blockIdx.x;
+    kv_grid_launch_dependents(); /* the scheduler may be dispatched now; it waits for this grid to complete */
     if (threadIdx.x == 0) {
         int flags = 0;
         int32_t slot_lo = 0, slot_hi = -1;
@@ -148,46 +155,6 @@ __global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid
     }
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0) seq_ok[b] = (int8_t)(s_flags | (bad ? KVATTN_FLAG_PAGE_INDEX : 0));
-}
-
-/* ---- the finalize kernel -------------------------------------------------------------------------------
- * grid [1], block [KV_FINALIZE_THREADS]. Reads the flags of all B sequences, writes the status record
- * (flags OR'ed, number failed, smallest failing index; integer reductions, so deterministic) and turns
- * seq_ok[b] into 1 (append and attend) or 0 (skip). A cu_seqlens failure anywhere fails every sequence.
- * It rewrites the whole record on every call, so nothing has to be reset before it. */
-#define KV_FINALIZE_THREADS 1024
-
-__global__ void __launch_bounds__(KV_FINALIZE_THREADS) kv_finalize_kernel(int B, int8_t *seq_ok,
-                                                                          kvattn_device_status *status) {
-    __shared__ int s_or, s_count, s_first;
-    if (threadIdx.x == 0) {
-        s_or = 0;
-        s_count = 0;
-        s_first = B;
-    }
-    __syncthreads();
-    for (int b = threadIdx.x; b < B; b += blockDim.x) {
-        int f = seq_ok[b];
-        if (f) {
-            atomicOr(&s_or, f);
-            atomicAdd(&s_count, 1);
-            atomicMin(&s_first, b);
-        }
-    }
-    __syncthreads();
-    const int batch_bad = s_or & KVATTN_FLAG_BAD_CU_SEQLENS;
-    for (int b = threadIdx.x; b < B; b += blockDim.x) {
-        int f = seq_ok[b]; /* read by this same thread in the first loop; nobody else writes it */
-        seq_ok[b] = (int8_t)(f == 0 && !batch_bad);
-    }
-    if (threadIdx.x == 0) {
-        kvattn_device_status st;
-        st.flags = s_or;
-        st.num_failed = batch_bad ? B : s_count;
-        st.first_failed = batch_bad ? 0 : (s_count ? s_first : -1);
-        st.reserved = 0;
-        *status = st;
-    }
 }
 
 /* ---- the append kernel ----------------------------------------------------------------------------------
@@ -239,6 +206,8 @@ template <typename T>
 __global__ void __launch_bounds__(KV_APPEND_THREADS)
     kv_append_kernel(const __grid_constant__ kvattn_params p, const int8_t *seq_ok, int64_t total_rows, int chunks, int vec) {
     __shared__ float stage[KV_APPEND_THREADS * 8];
+    kv_grid_wait(); /* seq_ok is final once the scheduler / finalize grid has completed */
+    kv_grid_launch_dependents();
     const int D = p.head_dim, Hk = p.num_kv_heads;
     const int units_per_block = KV_APPEND_THREADS / chunks;
     const int u = threadIdx.x / chunks, c0 = (threadIdx.x % chunks) * 8;
@@ -369,14 +338,14 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
     int8_t *seq_ok = (int8_t *)(ws + KV_WS_STATUS_BYTES);
     const int B = p->batch;
 
-    /* (1) check every sequence, (2) finalize the status record and the ok flags (also for B = 0) */
+    /* (1) check every sequence, (2) finalize the status record and the ok flags (also for B = 0), fused with
+     * the attention scheduler when the fast kernels run */
     if (B > 0) {
         kv_check_kernel<<<B, KV_CHECK_THREADS, 0, stream>>>(*p, seq_ok);
         KV_LAUNCH_CHECK("kv_check_kernel");
     }
-    kv_finalize_kernel<<<1, KV_FINALIZE_THREADS, 0, stream>>>(B, seq_ok, status);
-    KV_LAUNCH_CHECK("kv_finalize_kernel");
-    if (B == 0) return KVATTN_OK;
+    st = kv_attn_launch_prologue(p, seq_ok, status, ws + attn_offset, workspace_bytes - attn_offset, &dev, stream);
+    if (st != KVATTN_OK || B == 0) return st;
 
     /* (3) append the new tokens of the ok sequences */
     const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)B * p->seqlen_knew;
@@ -388,11 +357,13 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
         const int64_t max_blocks = (int64_t)dev.num_sms * 16; /* grid-stride beyond that */
         if (blocks > max_blocks) blocks = max_blocks;
         const int vec = kv_append_vectorizable(p);
-        if (p->dtype == KVATTN_BF16)
-            kv_append_kernel<__nv_bfloat16><<<(unsigned)blocks, KV_APPEND_THREADS, 0, stream>>>(*p, seq_ok, new_rows, chunks, vec);
-        else
-            kv_append_kernel<__half><<<(unsigned)blocks, KV_APPEND_THREADS, 0, stream>>>(*p, seq_ok, new_rows, chunks, vec);
-        KV_LAUNCH_CHECK("kv_append_kernel");
+        const int8_t *ok = seq_ok;
+        cudaError_t e = p->dtype == KVATTN_BF16
+                            ? kv_launch(kv_append_kernel<__nv_bfloat16>, (unsigned)blocks, KV_APPEND_THREADS, 0, stream,
+                                        dev.pdl, *p, ok, new_rows, chunks, vec)
+                            : kv_launch(kv_append_kernel<__half>, (unsigned)blocks, KV_APPEND_THREADS, 0, stream,
+                                        dev.pdl, *p, ok, new_rows, chunks, vec);
+        if (e != cudaSuccess) return kv_set_error(KVATTN_ERR_CUDA, "kv_append_kernel launch: %s", cudaGetErrorString(e));
     }
 
     /* (4) attention over the ok sequences */

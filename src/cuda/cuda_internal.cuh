@@ -7,6 +7,7 @@
 #define KVATTN_CUDA_INTERNAL_CUH
 
 #include <cuda_runtime.h>
+#include <string.h>
 #include "internal.h"
 
 #define KV_CUDA_CHECK_RET(call)                                                                              \
@@ -22,7 +23,43 @@ typedef struct kv_device_info {
     int device;
     int num_sms;
     int max_smem_optin; /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
 } kv_device_info;
+
+/* ---- programmatic dependent launch (PDL) ----------------------------------------------------------------
+ * The kernels of one call after the first are launched with programmatic stream serialization, so that each
+ * one is dispatched while its predecessor still runs. Every such kernel calls kv_grid_wait() before it reads
+ * anything a predecessor wrote (it returns once the predecessor grid has completed and its writes are
+ * visible), then kv_grid_launch_dependents() so that its own successor can be dispatched. Correctness never
+ * depends on where the trigger sits, only the overlap does. The first kernel of a call is launched plainly:
+ * the caller's own work before the call (a copy into the block table, say) must be complete. Without sm_90
+ * (or with KVATTN_NO_PDL set) launches are plain and the two calls are no-ops. */
+static __device__ __forceinline__ void kv_grid_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void kv_grid_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+template <typename... K, typename... A>
+static cudaError_t kv_launch(void (*kernel)(K...), unsigned grid, unsigned block, size_t smem, cudaStream_t stream,
+                             int pdl, A... args) {
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDim = dim3(grid, 1, 1);
+    cfg.blockDim = dim3(block, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
 int kv_device_info_get(kv_device_info *info); /* backend.cu */
 
 /* Workspace layout (all offsets 256-byte aligned):
@@ -34,7 +71,11 @@ size_t kv_ws_attn_offset(const kvattn_params *p);
 
 /* attn.cu: scratch the attention half needs for these params on this device (depends on arguments only). */
 size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev);
-/* attn.cu: enqueue scheduling, attention and combine on `stream`. Sequences with seq_ok[b] == 0 are skipped
+/* attn.cu: enqueue the step after the check kernel: finalize (status record, seq_ok -> 1/0; also for B = 0),
+ * fused with the scheduler that writes the work items when the fast kernels will run. */
+int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
+                            size_t attn_ws_bytes, const kv_device_info *dev, cudaStream_t stream);
+/* attn.cu: enqueue attention (the split combine is fused into it) on `stream`. Sequences with seq_ok[b] == 0 are skipped
  * entirely (their out/lse rows are not written). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
                    const kv_device_info *dev, cudaStream_t stream);
@@ -43,5 +84,45 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
 int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t attn_ws_bytes);
 /* attn.cu: backend-specific support check (dtype, head dim); called by kv_cuda_check. */
 int kv_attn_supported(const kvattn_params *p);
+
+/* The finalize step, run by one whole block (any size): reads the check flags of all B sequences, writes the
+ * status record (flags OR'ed, number failed, smallest failing index; integer reductions, so deterministic) and
+ * turns seq_ok[b] into 1 (append and attend) or 0 (skip). A cu_seqlens failure anywhere fails every sequence.
+ * It rewrites the whole record on every call, so nothing has to be reset before it. Used by backend.cu's
+ * finalize kernel and by attn.cu's scheduler, which runs it first (one launch less). */
+#ifdef __CUDACC__
+static __device__ __forceinline__ void kv_finalize_block(int B, int8_t *seq_ok, kvattn_device_status *status) {
+    __shared__ int s_or, s_count, s_first;
+    if (threadIdx.x == 0) {
+        s_or = 0;
+        s_count = 0;
+        s_first = B;
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < B; b += blockDim.x) {
+        int f = seq_ok[b];
+        if (f) {
+            atomicOr(&s_or, f);
+            atomicAdd(&s_count, 1);
+            atomicMin(&s_first, b);
+        }
+    }
+    __syncthreads();
+    const int batch_bad = s_or & KVATTN_FLAG_BAD_CU_SEQLENS;
+    for (int b = threadIdx.x; b < B; b += blockDim.x) {
+        int f = seq_ok[b]; /* read by this same thread in the first loop; nobody else writes it */
+        seq_ok[b] = (int8_t)(f == 0 && !batch_bad);
+    }
+    if (threadIdx.x == 0) {
+        kvattn_device_status st;
+        st.flags = s_or;
+        st.num_failed = batch_bad ? B : s_count;
+        st.first_failed = batch_bad ? 0 : (s_count ? s_first : -1);
+        st.reserved = 0;
+        *status = st;
+    }
+    __syncthreads(); /* seq_ok final for the whole block */
+}
+#endif
 
 #endif
