@@ -1,0 +1,463 @@
+/* attn_prefill_sm90.cuh — the Hopper (sm_90a) prefill kernel: the item semantics of kv_attn_item<..., false>
+ * (attn_kernels.cuh) computed with warpgroup MMA (wgmma). Included by attn_kernels.cuh after its helpers.
+ * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim, DP = padded head dim (64, 128 or 256), BN keys
+ * per KV tile. A packed row r of (sequence, kv_head) is query i = r / G of head kv_head * G + r % G.
+ *
+ * One block = 2 warpgroups (256 threads), KV_SM90_ROWS = 128 packed rows, warpgroup w owns rows [64w, 64w + 64).
+ * Per item (see kv_sm90_item):
+ * 1. Q tile (rotary applied, rounded to T) -> smem in the 128-byte swizzled layout that wgmma reads;
+ * 2. K and V tiles stream through 2 smem stages each by 16-byte cp.async (every thread of the block issues a
+ *    share), each row's address resolved once per tile by kv_cache_offset into s_off two tiles ahead (paged
+ *    caches with any page size; no TMA); rows outside [klo, khi) and channels >= D are zero-filled. V runs one
+ *    tile behind K: the copy group issued at iteration j holds K_{j+1} and V_j;
+ * 3. iteration j of a warpgroup: S = Q K_j^T (wgmma m64nBNk16, both operands from smem, fp32 in registers) and
+ *    O += P_{j-1} V_{j-1} (wgmma m64nDPk16, P from registers, V from smem N-major) are issued together; the
+ *    softmax of S_j (scale, softcap, ALiBi, masks only on tiles that need them, log2 units, ex2.approx) runs
+ *    while the P V product is still in flight; then O is rescaled;
+ * 4. out = O / l and lse = ln(l) + max (0 and -inf for rows without keys), or the normalized fp32 partial of a
+ *    split piece.
+ * The kernel body exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets compile an empty trap. */
+#ifndef KVATTN_ATTN_PREFILL_SM90_CUH
+#define KVATTN_ATTN_PREFILL_SM90_CUH
+
+#define KV_SM90_ROWS 128 /* packed rows per prefill item */
+
+/* The item list the kernel consumes: items[0, *count), handed out in order by atomicAdd on *counter. */
+typedef struct kv_item_list {
+    const kv_item *items;
+    const int32_t *count;
+    int32_t *counter;
+} kv_item_list;
+
+/* Launch configuration. BN = keys per KV tile. Dynamic smem: Q tile, 2 stages of K, 2 of V, plus 1 KB so the
+ * base can be aligned to the 1024-byte swizzle atom. Supported DP: 64, 128, 256. */
+template <typename T, int DP> struct kv_sm90_cfg {
+    static_assert(DP == 64 || DP == 128 || DP == 256, "kv_prefill_sm90_kernel: DP must be 64, 128 or 256");
+    static constexpr int BN = DP > 128 ? 64 : 128;
+    static constexpr int THREADS = 256;
+    static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
+    static constexpr int KV_BYTES = BN * DP * 2; /* one stage of K or of V */
+    static constexpr int SMEM_BYTES = Q_BYTES + 4 * KV_BYTES + 1024;
+};
+
+/* ---- wgmma wrappers --------------------------------------------------------------------------------------
+ * Accumulator layout (m64nN, fp32): warp w of the warpgroup holds rows 16w + lane/4 (d[4n], d[4n+1]) and
+ * 16w + lane/4 + 8 (d[4n+2], d[4n+3]) at columns 8n + 2 (lane % 4) + {0, 1}: the mma.sync m16n8 C layout
+ * repeated over n. Register A (m64k16) is the mma.sync m16n8k16 A layout of each warp's 16 rows.
+ * ssN: B K-major (trans-b 0); rsN: B N-major (trans-b 1). acc = 0 overwrites D. */
+template <typename T> struct kv_wgmma;
+#define KV_SM90_DEFINE_WGMMA(T, TY)                                                                 \
+    template <> struct kv_wgmma<T> {                                                                \
+        /* D(64x64 fp32) (+)= A(64x16, smem desc) * B(16x64, smem desc, K-major) */ \
+        static __device__ __forceinline__ void ss64(float *d, uint64_t da, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+                         : "l"(da), "l"(db), "r"(acc));                                      \
+        }                                                                                     \
+        /* D(64x128 fp32) (+)= A(64x16, smem desc) * B(16x128, smem desc, K-major) */ \
+        static __device__ __forceinline__ void ss128(float *d, uint64_t da, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+                         : "l"(da), "l"(db), "r"(acc));                                      \
+        }                                                                                     \
+        /* D(64x64 fp32) += A(64x16, registers) * B(16x64, smem desc, MN-major) */ \
+        static __device__ __forceinline__ void rs64(float *d, const uint32_t *a, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));             \
+        }                                                                                     \
+        /* D(64x128 fp32) += A(64x16, registers) * B(16x128, smem desc, MN-major) */ \
+        static __device__ __forceinline__ void rs128(float *d, const uint32_t *a, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));             \
+        }                                                                                     \
+        /* D(64x256 fp32) += A(64x16, registers) * B(16x256, smem desc, MN-major) */ \
+        static __device__ __forceinline__ void rs256(float *d, const uint32_t *a, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));             \
+        }                                                                                     \
+    };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
+KV_SM90_DEFINE_WGMMA(__nv_bfloat16, "bf16")
+KV_SM90_DEFINE_WGMMA(__half, "f16")
+#endif
+
+static __device__ __forceinline__ void kv_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void kv_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+static __device__ __forceinline__ void kv_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Pins registers that an in-flight wgmma reads or writes: the compiler may neither read accumulators before
+ * the wait nor reuse A-fragment registers until this point. */
+template <int N> static __device__ __forceinline__ void kv_fence_regs(float *r) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N> static __device__ __forceinline__ void kv_fence_regs(uint32_t *r) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(r[i])::"memory");
+}
+/* Generic-proxy smem writes (st.shared, cp.async) made visible to the async proxy (wgmma operand reads). */
+static __device__ __forceinline__ void kv_fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* Shared memory matrix descriptor, 128-byte swizzle: start address, leading / stride byte offsets. */
+static __device__ __forceinline__ uint64_t kv_sm90_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+/* The byte offsets of the N-major V descriptor: LBO steps between 8-key groups (one swizzle atom, 1024 B), SBO
+ * between 64-channel blocks (BN * 128 B). KV_SM90_V_SWAP swaps the two (kept for the descriptor unit test). */
+#ifndef KV_SM90_V_SWAP
+#define KV_SM90_V_SWAP 0
+#endif
+
+/* Byte offset of 16-byte chunk `ch` (channels 8ch .. 8ch+7) of row r in a tile of R rows: the tile is stored as
+ * DP/64 column blocks of R rows x 128 bytes, chunk positions XOR-swizzled by r % 8 (the wgmma 128B swizzle;
+ * 8 consecutive chunks of one row, as one quarter-warp writes them, hit all 32 banks once). */
+template <int R> static __device__ __forceinline__ uint32_t kv_sw128(int r, int ch) {
+    return (uint32_t)((ch >> 3) * (R * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4));
+}
+
+/* ---- one item ------------------------------------------------------------------------------------------- */
+template <typename T, int DP>
+static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
+                                                    uint32_t sbase, int64_t (*s_off)[2][kv_sm90_cfg<T, DP>::BN]) {
+    typedef kv_sm90_cfg<T, DP> CF;
+    constexpr int BN = CF::BN;
+    constexpr int ROWS = KV_SM90_ROWS;
+    constexpr int CH = DP / 8;     /* 16-byte chunks per row */
+    constexpr int SN = BN / 2;     /* S accumulators per thread */
+    constexpr int ON = DP / 2;     /* O accumulators per thread */
+    constexpr int KQ = DP / 16;    /* k16 steps of Q K^T */
+    constexpr int KP = BN / 16;    /* k16 steps of P V */
+    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + 2 * CF::KV_BYTES;
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    const int gq = lane >> 2, tq = lane & 3;
+    const int G = p.num_heads / p.num_kv_heads;
+    const int D = p.head_dim;
+    const float scale = kv_softmax_scale(&p);
+    const float LOG2E = 1.4426950408889634f;
+    const bool plain = !(p.softcap > 0.0f) && !p.alibi_slopes;
+    const T *qg = (const T *)p.q;
+    const T *kg = (const T *)p.k_cache;
+    const T *vg = (const T *)p.v_cache;
+    T *og = (T *)p.out;
+    const int b = it.b, kvh = it.kv_head;
+    const kv_seq s = kv_seq_get(&p, b);
+    const int32_t s_k = s.S + s.n_new - s.L;
+    const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    const int32_t kt_begin = it.klo / BN;
+    const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
+    const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
+
+    /* row offsets of KV tile kt (relative index) into slot; thread tid: row tid % BN of K (tid < BN) or V */
+    auto row_offsets = [&](int32_t t, int slot) {
+        if (tid < 2 * BN) {
+            const int rr = tid % BN, which = tid / BN;
+            const int32_t j = (kt_begin + t) * BN + rr;
+            int64_t off = -1;
+            if (t < n_kt && j >= it.klo && j < it.khi)
+                off = which == 0 ? kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
+                                                   p.k_head_stride)
+                                 : kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
+                                                   p.v_head_stride);
+            s_off[slot][which][rr] = off;
+        }
+    };
+    /* cp.async of one K (which = 0) or V (which = 1) tile from the offsets in slot into stage. Thread tid copies
+     * chunk tid % CH of rows tid / CH + k * (THREADS / CH): a multiple of 8 rows apart, so the swizzle of its
+     * destination is the same for every k. */
+    constexpr int RSTEP = CF::THREADS / CH;
+    const int my_ch = tid % CH, my_row = tid / CH;
+    const bool ch_ok = my_ch * 8 < D;
+    const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
+    auto load_tile = [&](int which, int slot, int stage) {
+        const uint32_t dst = (which ? sV : sK) + stage * CF::KV_BYTES + my_dst;
+        const T *src = (which ? vg : kg) + my_ch * 8;
+        const int64_t *offs = s_off[slot][which] + my_row;
+#pragma unroll
+        for (int k = 0; k < BN / RSTEP; k++) {
+            const int64_t o = ch_ok ? offs[k * RSTEP] : -1;
+            kv_cp_async16(dst + k * RSTEP * 128, o >= 0 ? (const void *)(src + o) : (const void *)src, o >= 0 ? 16 : 0);
+        }
+    };
+
+    /* 1. offsets of tiles 0 and 1, Q tile */
+    row_offsets(0, 0);
+    row_offsets(1, 1);
+    {
+        const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
+        for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
+            const int rr = e / CH, ch = e - rr * CH, c0 = ch * 8;
+            T vals[8];
+            const int32_t r = it.row0 + rr;
+            if (rr < it.nrows && c0 < D) {
+                const int64_t qo = kv_out_offset(p, b, s, G, kvh, r, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
+                *(uint4 *)vals = *(const uint4 *)(qg + qo + c0);
+                if (c0 < rope_R) {
+                    const int32_t pos = s.S + s.n_new - s.n_q + r / G;
+                    if (pos >= 0 && pos < p.rotary_max_pos) {
+                        const int il = p.rotary_interleaved;
+#pragma unroll
+                        for (int k = 0; k < 8; k++) {
+                            const int c = c0 + k;
+                            if (c < rope_R) {
+                                const float x = kv_to_float(vals[k]);
+                                const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
+                                const int pr = kv_rope_pair(c, rope_R, il);
+                                const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+                                const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+                                kv_from_float(&vals[k], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
+                            }
+                        }
+                    }
+                }
+            } else {
+                *(uint4 *)vals = make_uint4(0, 0, 0, 0);
+            }
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)),
+                         "r"(((uint32_t *)vals)[0]), "r"(((uint32_t *)vals)[1]), "r"(((uint32_t *)vals)[2]),
+                         "r"(((uint32_t *)vals)[3])
+                         : "memory");
+        }
+    }
+    __syncthreads(); /* offsets of tiles 0 and 1 */
+
+    /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
+    int32_t vlo[2], vhi[2], qkey[2];
+    float slope[2];
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
+        const int32_t r = it.row0 + rr;
+        vlo[h2] = 0;
+        vhi[h2] = 0;
+        qkey[h2] = 0;
+        slope[h2] = 0.0f;
+        if (rr < it.nrows) {
+            const int32_t i = r / G;
+            const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+            vlo[h2] = max(vr.lo, it.klo);
+            vhi[h2] = min(vr.hi, it.khi);
+            qkey[h2] = i + s_k - s.n_q;
+            if (p.alibi_slopes) slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
+        }
+    }
+    float o[ON];
+#pragma unroll
+    for (int k = 0; k < ON; k++) o[k] = 0.0f;
+    float m2[2] = {-CUDART_INF_F, -CUDART_INF_F}; /* running max, log2 units */
+    float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
+    float sc[SN];
+    uint32_t pf[KP][4], pn[KP][4]; /* P of the tile in the P V product, P of the newest tile */
+
+    /* descriptors: Q (this warpgroup's 64 rows) and K are K-major, V is N-major */
+    const uint64_t dq0 = kv_sm90_desc(sQ + wg * 64 * 128, 16, 1024);
+    const uint32_t v_lbo = KV_SM90_V_SWAP ? BN * 128 : 1024, v_sbo = KV_SM90_V_SWAP ? 1024 : BN * 128;
+
+    /* S = Q K^T for the K tile in stage st (issued, not waited) */
+    auto issue_s = [&](int st) {
+        const uint64_t dk0 = kv_sm90_desc(sK + st * CF::KV_BYTES, 16, 1024);
+#pragma unroll
+        for (int kk = 0; kk < KQ; kk++) {
+            const uint32_t qoff = (kk >> 2) * (ROWS * 128) + (kk & 3) * 32;
+            const uint32_t koff = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+            if constexpr (BN == 128) kv_wgmma<T>::ss128(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+            else kv_wgmma<T>::ss64(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+        }
+        kv_wgmma_commit();
+    };
+    /* O += P V for the V tile in stage st (issued, not waited) */
+    auto issue_pv = [&](int st) {
+        const uint64_t dv0 = kv_sm90_desc(sV + st * CF::KV_BYTES, v_lbo, v_sbo);
+#pragma unroll
+        for (int kk = 0; kk < KP; kk++) {
+            const uint64_t dv = dv0 + ((kk * 16 * 128) >> 4);
+            if constexpr (DP == 64) kv_wgmma<T>::rs64(o, pf[kk], dv, 1);
+            else if constexpr (DP == 128) kv_wgmma<T>::rs128(o, pf[kk], dv, 1);
+            else kv_wgmma<T>::rs256(o, pf[kk], dv, 1);
+        }
+        kv_wgmma_commit();
+    };
+    /* softmax of S (tile t): masks, new max, P -> pn, row sums; corr = rescale factor of the older O and l */
+    auto softmax = [&](int32_t t, float *corr) {
+        const int32_t jt = (kt_begin + t) * BN;
+        const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + BN <= vhi[0] && jt >= vlo[1] && jt + BN <= vhi[1]);
+        float cs = scale * LOG2E; /* plain full tiles: exponent = S * cs - max, one FFMA */
+        if (!plain || !full) {
+            cs = 1.0f;
+#pragma unroll
+            for (int k = 0; k < SN; k++) {
+                const int h2 = (k >> 1) & 1;
+                const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+                float x = sc[k];
+                if (plain) {
+                    x *= scale * LOG2E;
+                } else {
+                    x = kv_softcap(x * scale, p.softcap);
+                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
+                    x *= LOG2E;
+                }
+                if (j < vlo[h2] || j >= vhi[h2]) x = -CUDART_INF_F;
+                sc[k] = x;
+            }
+        }
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+            float mx = -CUDART_INF_F;
+#pragma unroll
+            for (int n = 0; n < SN / 4; n++) mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h2], sc[4 * n + 2 * h2 + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mnew = fmaxf(m2[h2], mx * cs);
+            const float msafe = mnew == -CUDART_INF_F ? 0.0f : mnew;
+            corr[h2] = kv_exp2(m2[h2] - msafe); /* m2 = -inf: 0 */
+            m2[h2] = mnew;
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < SN / 4; n++) {
+                const float e0 = kv_exp2(fmaf(sc[4 * n + 2 * h2], cs, -msafe));
+                const float e1 = kv_exp2(fmaf(sc[4 * n + 2 * h2 + 1], cs, -msafe));
+                sc[4 * n + 2 * h2] = e0;
+                sc[4 * n + 2 * h2 + 1] = e1;
+                sum += e0 + e1;
+            }
+            l[h2] = l[h2] * corr[h2] + sum;
+        }
+#pragma unroll
+        for (int kk = 0; kk < KP; kk++) {
+            pn[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+            pn[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+            pn[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+            pn[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+        }
+    };
+
+    /* 2-3. pipeline */
+    if (n_kt > 0) {
+        load_tile(0, 0, 0); /* K_0 */
+        kv_cp_async_commit();
+        kv_cp_async_wait<0>();
+        kv_fence_proxy_async(); /* Q (st.shared) and K_0 (cp.async) -> wgmma */
+        __syncthreads();
+        if (n_kt > 1) load_tile(0, 1, 1); /* K_1 */
+        load_tile(1, 0, 0);               /* V_0 */
+        kv_cp_async_commit();
+        row_offsets(2, 2);
+        kv_wgmma_fence();
+        issue_s(0);
+        kv_wgmma_wait<0>();
+        kv_fence_regs<SN>(sc);
+        float corr[2];
+        softmax(0, corr);
+#pragma unroll
+        for (int kk = 0; kk < KP; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e];
+        for (int32_t t = 1; t < n_kt; t++) {
+            kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+            kv_fence_proxy_async();
+            __syncthreads(); /* every warpgroup is done with K_{t-1} and V_{t-2}; offsets of t+1 visible */
+            if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
+            load_tile(1, t % 3, t & 1);                                 /* V_t */
+            kv_cp_async_commit();
+            row_offsets(t + 2, (t + 2) % 3);
+            kv_wgmma_fence();
+            issue_s(t & 1);
+            issue_pv((t - 1) & 1);
+            kv_wgmma_wait<1>();
+            kv_fence_regs<SN>(sc);
+            softmax(t, corr);
+            kv_wgmma_wait<0>();
+            kv_fence_regs<ON>(o);
+            kv_fence_regs<KP * 4>(&pf[0][0]);
+#pragma unroll
+            for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+#pragma unroll
+            for (int kk = 0; kk < KP; kk++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e];
+        }
+        kv_cp_async_wait<0>(); /* V_{n-1} */
+        kv_fence_proxy_async();
+        __syncthreads();
+        kv_wgmma_fence();
+        issue_pv((n_kt - 1) & 1);
+        kv_wgmma_wait<0>();
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+    }
+
+    /* 4. epilogue */
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
+    }
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
+        if (rr >= it.nrows) continue;
+        const int32_t r = it.row0 + rr;
+        const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
+        const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
+        if (it.part >= 0) {
+            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++)
+                *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
+            if (tq == 0) a.part_lse[it.part + rr] = lse;
+        } else {
+            const int64_t oo = kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++) {
+                const int c = n * 8 + tq * 2;
+                if (c < D) {
+                    T pair[2];
+                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
+                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
+                    *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                }
+            }
+            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+        }
+    }
+}
+
+/* Persistent prefill kernel: launched with num_SMs blocks of kv_sm90_cfg<T, DP>::THREADS threads and
+ * kv_sm90_cfg<T, DP>::SMEM_BYTES of dynamic smem; each block takes items in list order until none is left. */
+template <typename T, int DP>
+__global__ void __launch_bounds__(256, 1)
+    kv_prefill_sm90_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef kv_sm90_cfg<T, DP> CF;
+    extern __shared__ __align__(1024) unsigned char kv_sm90_smem[];
+    __shared__ int64_t s_off[3][2][CF::BN]; /* K and V row offsets of three tiles (slot = tile % 3) */
+    __shared__ int s_item;
+    const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
+    for (;;) {
+        if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
+        __syncthreads();
+        const int idx = s_item;
+        if (idx >= *list.count) break;
+        const kv_item it = list.items[idx];
+        kv_sm90_item<T, DP>(p, a, it, sbase, s_off);
+        __syncthreads(); /* smem (Q, stages, offsets, s_item) is reused by the next item */
+    }
+#else
+    __trap(); /* sm_90a only: never launched on other targets */
+#endif
+}
+
+#endif
