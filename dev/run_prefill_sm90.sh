@@ -1,18 +1,14 @@
 #!/bin/bash
 # dev/run_prefill_sm90.sh — one device call for the sm_90a prefill kernel: wgmma unit test, validation against
-# the float64 reference (both V-descriptor variants if the unit test disagrees with the default), memcheck of
-# the quick validation, then timings. Logs under $OUT. Binaries built beforehand (carried as dev/bin):
+# the float64 reference, memcheck of the quick validation, then timings. Logs under $OUT. Binary built
+# beforehand (carried as dev/bin):
 #   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr \
 #     -Xcompiler -fopenmp dev/prefill_sm90_test.cu -o dev/bin/prefill_sm90_test -lgomp
-#   (the same with -DKV_SM90_V_SWAP=1 -o dev/bin/prefill_sm90_test_swap)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 BIN=${BIN:-dev/bin/prefill_sm90_test}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee $OUT/gpu.txt
 echo "== unit"; timeout 60 $BIN unit 2>&1 | tee $OUT/unit.log
 echo "== validate"; timeout 240 $BIN validate 2>&1 | tee $OUT/validate.log
-if [ -x ${BIN}_swap ] && ! grep -q "^validate: .* 0 failures" $OUT/validate.log; then
-  echo "== validate (V descriptor swapped)"; timeout 240 ${BIN}_swap validate 2>&1 | tee $OUT/validate_swap.log
-fi
 if [ "${MEMCHECK:-1}" = 1 ]; then
   echo "== memcheck"; timeout 240 compute-sanitizer --tool memcheck --print-limit 10 $BIN quick 2>&1 | tail -15 | tee $OUT/memcheck.log
 fi

@@ -7,7 +7,7 @@
  * Per item (see kv_sm90_item):
  * 1. Q tile (rotary applied, rounded to T) -> smem in the 128-byte swizzled layout that wgmma reads;
  * 2. K and V tiles stream through 2 smem stages each by 16-byte cp.async (every thread of the block issues a
- *    share), each row's address resolved once per tile by kv_cache_offset into s_off two tiles ahead (paged
+ *    share), each row's address resolved once per tile by kv_cache_offset into s_addr two tiles ahead (paged
  *    caches with any page size; no TMA); rows outside [klo, khi) and channels >= D are zero-filled. V runs one
  *    tile behind K: the copy group issued at iteration j holds K_{j+1} and V_j;
  * 3. iteration j of a warpgroup: S = Q K_j^T (wgmma m64nBNk16, both operands from smem, fp32 in registers) and
@@ -37,7 +37,11 @@ template <typename T, int DP> struct kv_sm90_cfg {
     static constexpr int THREADS = 256;
     static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
     static constexpr int KV_BYTES = BN * DP * 2; /* one stage of K or of V */
-    static constexpr int SMEM_BYTES = Q_BYTES + 4 * KV_BYTES + 1024;
+    /* LATE: the wait for P V is deferred to the next iteration (after its barrier), which needs 3 V stages; it
+     * does not fit in smem for DP = 256, which waits at the end of each iteration with 2 V stages */
+    static constexpr bool LATE = DP <= 128;
+    static constexpr int VS = LATE ? 3 : 2;
+    static constexpr int SMEM_BYTES = Q_BYTES + (2 + VS) * KV_BYTES + 1024;
 };
 
 /* ---- wgmma wrappers --------------------------------------------------------------------------------------
@@ -116,11 +120,18 @@ static __device__ __forceinline__ uint64_t kv_sm90_desc(uint32_t saddr, uint32_t
     return (uint64_t)((saddr & 0x3ffff) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
            (1ull << 62);
 }
-/* The byte offsets of the N-major V descriptor: LBO steps between 8-key groups (one swizzle atom, 1024 B), SBO
- * between 64-channel blocks (BN * 128 B). KV_SM90_V_SWAP swaps the two (kept for the descriptor unit test). */
-#ifndef KV_SM90_V_SWAP
-#define KV_SM90_V_SWAP 0
-#endif
+/* Byte offsets of the descriptors (checked by the unit test of dev/prefill_sm90_test.cu on an H200):
+ * K-major, 128B swizzle (Q, K): LBO unused (16), SBO = 1024 between 8-row groups;
+ * N-major, 128B swizzle (V): LBO = between 64-channel blocks (BN * 128 B), SBO = 1024 between 8-key groups. */
+
+/* 16-byte async copy global -> shared of row address `row` + `off` bytes; row = 0 stores 16 zero bytes and reads
+ * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. */
+static __device__ __forceinline__ void kv_sm90_copy16(uint32_t dst, uint64_t row, uint64_t off) {
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
+                 "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
+                 "l"(row), "l"(row + off)
+                 : "memory");
+}
 
 /* Byte offset of 16-byte chunk `ch` (channels 8ch .. 8ch+7) of row r in a tile of R rows: the tile is stored as
  * DP/64 column blocks of R rows x 128 bytes, chunk positions XOR-swizzled by r % 8 (the wgmma 128B swizzle;
@@ -129,10 +140,12 @@ template <int R> static __device__ __forceinline__ uint32_t kv_sw128(int r, int 
     return (uint32_t)((ch >> 3) * (R * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4));
 }
 
+template <bool B> struct kv_sm90_bool { static constexpr bool value = B; };
+
 /* ---- one item ------------------------------------------------------------------------------------------- */
 template <typename T, int DP>
 static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                    uint32_t sbase, int64_t (*s_off)[2][kv_sm90_cfg<T, DP>::BN]) {
+                                                    uint32_t sbase, uint64_t (*s_addr)[2][kv_sm90_cfg<T, DP>::BN]) {
     typedef kv_sm90_cfg<T, DP> CF;
     constexpr int BN = CF::BN;
     constexpr int ROWS = KV_SM90_ROWS;
@@ -161,8 +174,9 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
 
-    /* row offsets of KV tile kt (relative index) into slot; thread tid: row tid % BN of K (tid < BN) or V */
-    auto row_offsets = [&](int32_t t, int slot) {
+    /* global addresses of the K (tid < BN) or V row tid % BN of KV tile t (relative index) into slot; 0 where the
+     * row lies outside [klo, khi) or its page is unmapped */
+    auto row_addresses = [&](int32_t t, int slot) {
         if (tid < 2 * BN) {
             const int rr = tid % BN, which = tid / BN;
             const int32_t j = (kt_begin + t) * BN + rr;
@@ -172,30 +186,38 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                                                    p.k_head_stride)
                                  : kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
                                                    p.v_head_stride);
-            s_off[slot][which][rr] = off;
+            s_addr[slot][which][rr] = off >= 0 ? (uint64_t)((which ? vg : kg) + off) : 0;
         }
     };
-    /* cp.async of one K (which = 0) or V (which = 1) tile from the offsets in slot into stage. Thread tid copies
+    /* cp.async of one K (which = 0) or V (which = 1) tile from the addresses in slot into stage. Thread tid copies
      * chunk tid % CH of rows tid / CH + k * (THREADS / CH): a multiple of 8 rows apart, so the swizzle of its
      * destination is the same for every k. */
     constexpr int RSTEP = CF::THREADS / CH;
     const int my_ch = tid % CH, my_row = tid / CH;
-    const bool ch_ok = my_ch * 8 < D;
+    const uint64_t ch_mask = my_ch * 8 < D ? ~0ull : 0ull;
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
     auto load_tile = [&](int which, int slot, int stage) {
         const uint32_t dst = (which ? sV : sK) + stage * CF::KV_BYTES + my_dst;
-        const T *src = (which ? vg : kg) + my_ch * 8;
-        const int64_t *offs = s_off[slot][which] + my_row;
+        const uint64_t *rows = s_addr[slot][which] + my_row;
 #pragma unroll
         for (int k = 0; k < BN / RSTEP; k++) {
-            const int64_t o = ch_ok ? offs[k * RSTEP] : -1;
-            kv_cp_async16(dst + k * RSTEP * 128, o >= 0 ? (const void *)(src + o) : (const void *)src, o >= 0 ? 16 : 0);
+            kv_sm90_copy16(dst + k * RSTEP * 128, rows[k * RSTEP] & ch_mask, my_ch * 16);
         }
     };
 
-    /* 1. offsets of tiles 0 and 1, Q tile */
-    row_offsets(0, 0);
-    row_offsets(1, 1);
+    /* 1. addresses of tiles 0 and 1; K_0 (copy group 0), then K_1 and V_0 (group 1) are in flight while Q is
+     * loaded */
+    row_addresses(0, 0);
+    row_addresses(1, 1);
+    __syncthreads();
+    if (n_kt > 0) {
+        load_tile(0, 0, 0); /* K_0 */
+        kv_cp_async_commit();
+        if (n_kt > 1) load_tile(0, 1, 1); /* K_1 */
+        load_tile(1, 0, 0);               /* V_0 */
+        kv_cp_async_commit();
+        row_addresses(2, 2);
+    }
     {
         const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
         for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
@@ -232,7 +254,6 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                          : "memory");
         }
     }
-    __syncthreads(); /* offsets of tiles 0 and 1 */
 
     /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
     int32_t vlo[2], vhi[2], qkey[2];
@@ -260,12 +281,18 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     float m2[2] = {-CUDART_INF_F, -CUDART_INF_F}; /* running max, log2 units */
     float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
     float sc[SN];
-    uint32_t pf[KP][4], pn[KP][4]; /* P of the tile in the P V product, P of the newest tile */
+    uint32_t pf[KP][4]; /* P of the tile in the P V product (A fragments) */
 
     /* descriptors: Q (this warpgroup's 64 rows) and K are K-major, V is N-major */
     const uint64_t dq0 = kv_sm90_desc(sQ + wg * 64 * 128, 16, 1024);
-    const uint32_t v_lbo = KV_SM90_V_SWAP ? BN * 128 : 1024, v_sbo = KV_SM90_V_SWAP ? 1024 : BN * 128;
 
+    /* before a batch of products: every register they read or write is final (no move may land after the fence) */
+    auto fence_all = [&]() {
+        kv_fence_regs<SN>(sc);
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+        kv_wgmma_fence();
+    };
     /* S = Q K^T for the K tile in stage st (issued, not waited) */
     auto issue_s = [&](int st) {
         const uint64_t dk0 = kv_sm90_desc(sK + st * CF::KV_BYTES, 16, 1024);
@@ -280,7 +307,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     };
     /* O += P V for the V tile in stage st (issued, not waited) */
     auto issue_pv = [&](int st) {
-        const uint64_t dv0 = kv_sm90_desc(sV + st * CF::KV_BYTES, v_lbo, v_sbo);
+        const uint64_t dv0 = kv_sm90_desc(sV + st * CF::KV_BYTES, BN * 128, 1024);
 #pragma unroll
         for (int kk = 0; kk < KP; kk++) {
             const uint64_t dv = dv0 + ((kk * 16 * 128) >> 4);
@@ -290,12 +317,12 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         }
         kv_wgmma_commit();
     };
-    /* softmax of S (tile t): masks, new max, P -> pn, row sums; corr = rescale factor of the older O and l */
-    auto softmax = [&](int32_t t, float *corr) {
-        const int32_t jt = (kt_begin + t) * BN;
-        const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + BN <= vhi[0] && jt >= vlo[1] && jt + BN <= vhi[1]);
-        float cs = scale * LOG2E; /* plain full tiles: exponent = S * cs - max, one FFMA */
-        if (!plain || !full) {
+    /* softmax of S (tile t): masks, new max, P -> pn, row sums; corr = rescale factor of the older O and l.
+     * Two straight-line versions: plain full tiles (no softcap, ALiBi or mask: the exponent is S * cs - max, one
+     * FFMA per score) and the general one (scores transformed to log2 units and masked first). */
+    auto softmax_body = [&](auto general, int32_t jt, float *corr) {
+        float cs = scale * LOG2E;
+        if constexpr (decltype(general)::value) {
             cs = 1.0f;
 #pragma unroll
             for (int k = 0; k < SN; k++) {
@@ -335,65 +362,122 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             }
             l[h2] = l[h2] * corr[h2] + sum;
         }
+    };
+    /* P (fp32 in sc) -> the A fragments of the P V product; only once the previous P V product is complete: a
+     * register written while an in-flight wgmma reads it makes ptxas wait for that product first */
+    auto pack_p = [&]() {
 #pragma unroll
         for (int kk = 0; kk < KP; kk++) {
-            pn[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pn[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pn[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pn[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+            pf[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+            pf[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+            pf[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+            pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
         }
+    };
+    /* main-loop step after the products of tile t were issued: softmax of S_t, wait for P_{t-1} V_{t-1}, rescale O */
+    auto softmax_step = [&](auto general, int32_t jt, float *corr) {
+        kv_wgmma_wait<1>();
+        kv_fence_regs<SN>(sc);
+        softmax_body(general, jt, corr);
+        kv_fence_regs<SN>(sc);
+        kv_wgmma_wait<0>();
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+#pragma unroll
+        for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+        pack_p();
     };
 
     /* 2-3. pipeline */
     if (n_kt > 0) {
-        load_tile(0, 0, 0); /* K_0 */
-        kv_cp_async_commit();
-        kv_cp_async_wait<0>();
+        kv_cp_async_wait<1>();  /* K_0 */
         kv_fence_proxy_async(); /* Q (st.shared) and K_0 (cp.async) -> wgmma */
         __syncthreads();
-        if (n_kt > 1) load_tile(0, 1, 1); /* K_1 */
-        load_tile(1, 0, 0);               /* V_0 */
-        kv_cp_async_commit();
-        row_offsets(2, 2);
-        kv_wgmma_fence();
+        fence_all();
         issue_s(0);
         kv_wgmma_wait<0>();
         kv_fence_regs<SN>(sc);
         float corr[2];
-        softmax(0, corr);
+        softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
+        /* Tiles where every row of the block sees every key (plain scores) run a loop whose softmax has no
+         * branch; the tiles before and after (window / causal edges, ragged ends) and softcap / ALiBi problems
+         * run the general softmax. */
+        int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
+        if (plain && it.nrows > 0) {
+            const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal,
+                                                       p.window_left, p.window_right).lo, it.klo);
+            const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
+                                                       p.window_right).hi, it.khi);
+            t_fast_lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
+            t_fast_hi = max(t_fast_lo, min(n_kt, hi_min / BN - kt_begin));
+        }
+        if constexpr (CF::LATE) {
+            /* iteration t: wait for P_{t-2} V_{t-2}, rescale O, P_{t-1} -> registers; issue S_t = Q K_t and
+             * O += P_{t-1} V_{t-1}; next copies; softmax of S_t, overlapping P V (ptxas hoists a wait for the
+             * products to the top of its basic block, so that wait sits after the next barrier, not here) */
+            auto step = [&](auto general, int32_t t) {
+                kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+                kv_fence_proxy_async();
+                __syncthreads(); /* all warpgroups done with K_{t-1} and V_{t-3}; addresses of t+1 visible */
+                kv_wgmma_wait<0>();
+                kv_fence_regs<ON>(o);
+                kv_fence_regs<KP * 4>(&pf[0][0]);
 #pragma unroll
-        for (int kk = 0; kk < KP; kk++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e];
-        for (int32_t t = 1; t < n_kt; t++) {
-            kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+                for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+                pack_p();
+                fence_all();
+                issue_s(t & 1);
+                issue_pv((t - 1) % 3);
+                if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
+                load_tile(1, t % 3, t % 3);                                 /* V_t */
+                kv_cp_async_commit();
+                row_addresses(t + 2, (t + 2) % 3);
+                kv_wgmma_wait<1>();
+                kv_fence_regs<SN>(sc);
+                softmax_body(general, (kt_begin + t) * BN, corr);
+                kv_fence_regs<SN>(sc);
+            };
+            int32_t t = 1;
+            for (; t < t_fast_lo; t++) step(kv_sm90_bool<true>(), t);
+            for (; t < t_fast_hi; t++) step(kv_sm90_bool<false>(), t);
+            for (; t < n_kt; t++) step(kv_sm90_bool<true>(), t);
+            kv_cp_async_wait<0>(); /* V_{n-1} */
             kv_fence_proxy_async();
-            __syncthreads(); /* every warpgroup is done with K_{t-1} and V_{t-2}; offsets of t+1 visible */
-            if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
-            load_tile(1, t % 3, t & 1);                                 /* V_t */
-            kv_cp_async_commit();
-            row_offsets(t + 2, (t + 2) % 3);
-            kv_wgmma_fence();
-            issue_s(t & 1);
-            issue_pv((t - 1) & 1);
-            kv_wgmma_wait<1>();
-            kv_fence_regs<SN>(sc);
-            softmax(t, corr);
+            __syncthreads();
             kv_wgmma_wait<0>();
             kv_fence_regs<ON>(o);
             kv_fence_regs<KP * 4>(&pf[0][0]);
 #pragma unroll
             for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
-#pragma unroll
-            for (int kk = 0; kk < KP; kk++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) pf[kk][e] = pn[kk][e];
+            pack_p();
+            fence_all();
+            issue_pv((n_kt - 1) % 3);
+        } else {
+            pack_p();
+            /* iteration t: issue S_t and P_{t-1} V_{t-1}, next copies, softmax of S_t, wait for P V, rescale O */
+            auto step = [&](auto general, int32_t t) {
+                kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+                kv_fence_proxy_async();
+                __syncthreads(); /* every warpgroup is done with K_{t-1} and V_{t-2}; addresses of t+1 visible */
+                fence_all();
+                issue_s(t & 1);
+                issue_pv((t - 1) & 1);
+                if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
+                load_tile(1, t % 3, t & 1);                                 /* V_t */
+                kv_cp_async_commit();
+                row_addresses(t + 2, (t + 2) % 3);
+                softmax_step(general, (kt_begin + t) * BN, corr);
+            };
+            int32_t t = 1;
+            for (; t < t_fast_lo; t++) step(kv_sm90_bool<true>(), t);
+            for (; t < t_fast_hi; t++) step(kv_sm90_bool<false>(), t);
+            for (; t < n_kt; t++) step(kv_sm90_bool<true>(), t);
+            kv_cp_async_wait<0>(); /* V_{n-1} */
+            kv_fence_proxy_async();
+            __syncthreads();
+            fence_all();
+            issue_pv((n_kt - 1) & 1);
         }
-        kv_cp_async_wait<0>(); /* V_{n-1} */
-        kv_fence_proxy_async();
-        __syncthreads();
-        kv_wgmma_fence();
-        issue_pv((n_kt - 1) & 1);
         kv_wgmma_wait<0>();
         kv_fence_regs<ON>(o);
         kv_fence_regs<KP * 4>(&pf[0][0]);
@@ -443,7 +527,7 @@ __global__ void __launch_bounds__(256, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef kv_sm90_cfg<T, DP> CF;
     extern __shared__ __align__(1024) unsigned char kv_sm90_smem[];
-    __shared__ int64_t s_off[3][2][CF::BN]; /* K and V row offsets of three tiles (slot = tile % 3) */
+    __shared__ uint64_t s_addr[3][2][CF::BN]; /* K and V row addresses of three tiles (slot = tile % 3) */
     __shared__ int s_item;
     const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
     for (;;) {
@@ -452,7 +536,7 @@ __global__ void __launch_bounds__(256, 1)
         const int idx = s_item;
         if (idx >= *list.count) break;
         const kv_item it = list.items[idx];
-        kv_sm90_item<T, DP>(p, a, it, sbase, s_off);
+        kv_sm90_item<T, DP>(p, a, it, sbase, s_addr);
         __syncthreads(); /* smem (Q, stages, offsets, s_item) is reused by the next item */
     }
 #else
