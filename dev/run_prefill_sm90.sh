@@ -8,7 +8,9 @@ OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 BIN=${BIN:-dev/bin/prefill_sm90_test}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee $OUT/gpu.txt
 echo "== unit"; timeout 60 $BIN unit 2>&1 | tee $OUT/unit.log
-echo "== validate"; timeout 240 $BIN validate 2>&1 | tee $OUT/validate.log
+for v in ${VARIANTS:-0 1 2}; do
+  echo "== validate variant $v"; timeout 240 $BIN validate $v 2>&1 | tee -a $OUT/validate.log
+done
 if [ "${MEMCHECK:-1}" = 1 ]; then
   echo "== memcheck"; timeout 240 compute-sanitizer --tool memcheck --print-limit 10 $BIN quick 2>&1 | tail -15 | tee $OUT/memcheck.log
 fi

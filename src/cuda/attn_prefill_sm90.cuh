@@ -29,19 +29,22 @@ typedef struct kv_item_list {
     int32_t *counter;
 } kv_item_list;
 
-/* Launch configuration. BN = keys per KV tile. Dynamic smem: Q tile, 2 stages of K, 2 of V, plus 1 KB so the
- * base can be aligned to the 1024-byte swizzle atom. Supported DP: 64, 128, 256. */
-template <typename T, int DP> struct kv_sm90_cfg {
+/* Launch configuration. BN = keys per KV tile, KS = smem stages of K: copies run KS - 1 tiles ahead. VS = stages
+ * of V: KS + 1 when the wait for P V is deferred to the next iteration (LATE, DP <= 128), else KS (DP = 256, whose
+ * smem holds no third V stage). Dynamic smem: Q tile, KS stages of K, VS of V, plus 1 KB so the base can be
+ * aligned to the 1024-byte swizzle atom. Supported DP: 64, 128, 256. BN_ and KS_ are for experiments (dev/). */
+template <typename T, int DP, int BN_ = (DP > 128 ? 64 : 128), int KS_ = 2> struct kv_sm90_cfg {
     static_assert(DP == 64 || DP == 128 || DP == 256, "kv_prefill_sm90_kernel: DP must be 64, 128 or 256");
-    static constexpr int BN = DP > 128 ? 64 : 128;
+    static_assert(BN_ % 32 == 0 && BN_ <= 128 && KS_ >= 2, "kv_prefill_sm90_kernel: BN and KS");
+    static constexpr int BN = BN_;
+    static constexpr int KS = KS_;
+    static constexpr bool LATE = DP <= 128;
+    static constexpr int VS = LATE ? KS + 1 : KS;
+    static constexpr int NSLOT = KS + 1; /* row-address slots: tiles t+KS-2 .. t+KS of iteration t */
     static constexpr int THREADS = 256;
     static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
     static constexpr int KV_BYTES = BN * DP * 2; /* one stage of K or of V */
-    /* LATE: the wait for P V is deferred to the next iteration (after its barrier), which needs 3 V stages; it
-     * does not fit in smem for DP = 256, which waits at the end of each iteration with 2 V stages */
-    static constexpr bool LATE = DP <= 128;
-    static constexpr int VS = LATE ? 3 : 2;
-    static constexpr int SMEM_BYTES = Q_BYTES + (2 + VS) * KV_BYTES + 1024;
+    static constexpr int SMEM_BYTES = Q_BYTES + (KS + VS) * KV_BYTES + 1024;
 };
 
 /* ---- wgmma wrappers --------------------------------------------------------------------------------------
@@ -57,6 +60,13 @@ template <typename T> struct kv_wgmma;
             asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                   \
                          "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
                          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+                         : "l"(da), "l"(db), "r"(acc));                                      \
+        }                                                                                     \
+        /* D(64x96 fp32) (+)= A(64x16, smem desc) * B(16x96, smem desc, K-major) */ \
+        static __device__ __forceinline__ void ss96(float *d, uint64_t da, uint64_t db, int acc) { \
+            asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"                                   \
+                         "wgmma.mma_async.sync.aligned.m64n96k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1, 0, 0;\n}\n" \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) \
                          : "l"(da), "l"(db), "r"(acc));                                      \
         }                                                                                     \
         /* D(64x128 fp32) (+)= A(64x16, smem desc) * B(16x128, smem desc, K-major) */ \
@@ -143,18 +153,18 @@ template <int R> static __device__ __forceinline__ uint32_t kv_sw128(int r, int 
 template <bool B> struct kv_sm90_bool { static constexpr bool value = B; };
 
 /* ---- one item ------------------------------------------------------------------------------------------- */
-template <typename T, int DP>
+template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                    uint32_t sbase, uint64_t (*s_addr)[2][kv_sm90_cfg<T, DP>::BN]) {
-    typedef kv_sm90_cfg<T, DP> CF;
-    constexpr int BN = CF::BN;
+                                                    uint32_t sbase, uint64_t (*s_addr)[2][CF::BN]) {
+    constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, NSLOT = CF::NSLOT;
+    constexpr int DIST = KS - 1; /* iteration t issues the copies of iteration t + DIST */
     constexpr int ROWS = KV_SM90_ROWS;
     constexpr int CH = DP / 8;     /* 16-byte chunks per row */
     constexpr int SN = BN / 2;     /* S accumulators per thread */
     constexpr int ON = DP / 2;     /* O accumulators per thread */
     constexpr int KQ = DP / 16;    /* k16 steps of Q K^T */
     constexpr int KP = BN / 16;    /* k16 steps of P V */
-    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + 2 * CF::KV_BYTES;
+    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + KS * CF::KV_BYTES;
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int gq = lane >> 2, tq = lane & 3;
     const int G = p.num_heads / p.num_kv_heads;
@@ -205,52 +215,75 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         }
     };
 
-    /* 1. addresses of tiles 0 and 1; K_0 (copy group 0), then K_1 and V_0 (group 1) are in flight while Q is
-     * loaded */
-    row_addresses(0, 0);
-    row_addresses(1, 1);
-    __syncthreads();
-    if (n_kt > 0) {
-        load_tile(0, 0, 0); /* K_0 */
+    /* copy group g (g >= 1) = K_g and V_{g-1}, issued at iteration g - DIST (the prologue issues groups 0 .. DIST;
+     * group 0 = Q and K_0). Tile g's row addresses sit in slot g % NSLOT, computed one iteration before use. */
+    auto issue_group = [&](int32_t g) {
+        if (g < n_kt) load_tile(0, g % NSLOT, g % KS);
+        if (g >= 1 && g - 1 < n_kt) load_tile(1, (g - 1) % NSLOT, (g - 1) % VS);
         kv_cp_async_commit();
-        if (n_kt > 1) load_tile(0, 1, 1); /* K_1 */
-        load_tile(1, 0, 0);               /* V_0 */
-        kv_cp_async_commit();
-        row_addresses(2, 2);
-    }
-    {
-        const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
-        for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
-            const int rr = e / CH, ch = e - rr * CH, c0 = ch * 8;
-            T vals[8];
-            const int32_t r = it.row0 + rr;
-            if (rr < it.nrows && c0 < D) {
-                const int64_t qo = kv_out_offset(p, b, s, G, kvh, r, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
-                *(uint4 *)vals = *(const uint4 *)(qg + qo + c0);
-                if (c0 < rope_R) {
-                    const int32_t pos = s.S + s.n_new - s.n_q + r / G;
-                    if (pos >= 0 && pos < p.rotary_max_pos) {
-                        const int il = p.rotary_interleaved;
+    };
+
+    /* 1. Q tile and the first copy groups */
 #pragma unroll
-                        for (int k = 0; k < 8; k++) {
-                            const int c = c0 + k;
-                            if (c < rope_R) {
-                                const float x = kv_to_float(vals[k]);
-                                const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
-                                const int pr = kv_rope_pair(c, rope_R, il);
-                                const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
-                                const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
-                                kv_from_float(&vals[k], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
-                            }
+    for (int g = 0; g <= DIST; g++) row_addresses(g, g);
+    __syncthreads();
+    const bool rope = p.rotary_cos != NULL;
+    if (!rope) { /* Q by cp.async in group 0 (zero rows beyond nrows and channels >= D) */
+        for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
+            const int rr = e / CH, ch = e - rr * CH;
+            uint64_t row = 0;
+            if (rr < it.nrows && ch * 8 < D)
+                row = (uint64_t)(qg + kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride,
+                                                    p.q_head_stride));
+            kv_sm90_copy16(sQ + kv_sw128<ROWS>(rr, ch), row, ch * 16);
+        }
+    }
+    if (n_kt > 0) {
+#pragma unroll
+        for (int g = 0; g <= DIST; g++) issue_group(g);
+        row_addresses(DIST + 1, (DIST + 1) % NSLOT);
+    } else {
+        kv_cp_async_commit();
+        kv_cp_async_wait<0>(); /* Q copies land before the smem is reused */
+    }
+    if (rope) { /* Q through registers: all loads of a thread first, then rotary, then the smem stores */
+        constexpr int QN = ROWS * CH / CF::THREADS;
+        uint4 qv[QN];
+#pragma unroll
+        for (int k = 0; k < QN; k++) {
+            const int e = tid + k * CF::THREADS, rr = e / CH, ch = e - rr * CH;
+            qv[k] = make_uint4(0, 0, 0, 0);
+            if (rr < it.nrows && ch * 8 < D)
+                qv[k] = *(const uint4 *)(qg + kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride,
+                                                            p.q_row_stride, p.q_head_stride) + ch * 8);
+        }
+        const int32_t rope_R = p.rotary_dim;
+#pragma unroll
+        for (int k = 0; k < QN; k++) {
+            const int e = tid + k * CF::THREADS, rr = e / CH, ch = e - rr * CH, c0 = ch * 8;
+            T *vals = (T *)&qv[k];
+            if (rr < it.nrows && c0 < D && c0 < rope_R) {
+                const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
+                const int64_t qo =
+                    kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
+                if (pos >= 0 && pos < p.rotary_max_pos) {
+                    const int il = p.rotary_interleaved;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        const int c = c0 + j;
+                        if (c < rope_R) {
+                            const float x = kv_to_float(vals[j]);
+                            const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
+                            const int pr = kv_rope_pair(c, rope_R, il);
+                            const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+                            const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+                            kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
                         }
                     }
                 }
-            } else {
-                *(uint4 *)vals = make_uint4(0, 0, 0, 0);
             }
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)),
-                         "r"(((uint32_t *)vals)[0]), "r"(((uint32_t *)vals)[1]), "r"(((uint32_t *)vals)[2]),
-                         "r"(((uint32_t *)vals)[3])
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv[k].x),
+                         "r"(qv[k].y), "r"(qv[k].z), "r"(qv[k].w)
                          : "memory");
         }
     }
@@ -301,6 +334,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             const uint32_t qoff = (kk >> 2) * (ROWS * 128) + (kk & 3) * 32;
             const uint32_t koff = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
             if constexpr (BN == 128) kv_wgmma<T>::ss128(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+            else if constexpr (BN == 96) kv_wgmma<T>::ss96(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
             else kv_wgmma<T>::ss64(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
         }
         kv_wgmma_commit();
@@ -390,8 +424,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
 
     /* 2-3. pipeline */
     if (n_kt > 0) {
-        kv_cp_async_wait<1>();  /* K_0 */
-        kv_fence_proxy_async(); /* Q (st.shared) and K_0 (cp.async) -> wgmma */
+        kv_cp_async_wait<DIST>(); /* group 0: Q and K_0 */
+        kv_fence_proxy_async();   /* Q (st.shared or cp.async) and K_0 -> wgmma */
         __syncthreads();
         fence_all();
         issue_s(0);
@@ -416,9 +450,9 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
              * O += P_{t-1} V_{t-1}; next copies; softmax of S_t, overlapping P V (ptxas hoists a wait for the
              * products to the top of its basic block, so that wait sits after the next barrier, not here) */
             auto step = [&](auto general, int32_t t) {
-                kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+                kv_cp_async_wait<DIST - 1>(); /* group t: K_t, V_{t-1} */
                 kv_fence_proxy_async();
-                __syncthreads(); /* all warpgroups done with K_{t-1} and V_{t-3}; addresses of t+1 visible */
+                __syncthreads(); /* all warpgroups done with K_{t-1} and V_{t-3}; addresses of t+DIST visible */
                 kv_wgmma_wait<0>();
                 kv_fence_regs<ON>(o);
                 kv_fence_regs<KP * 4>(&pf[0][0]);
@@ -426,12 +460,10 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
                 pack_p();
                 fence_all();
-                issue_s(t & 1);
-                issue_pv((t - 1) % 3);
-                if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
-                load_tile(1, t % 3, t % 3);                                 /* V_t */
-                kv_cp_async_commit();
-                row_addresses(t + 2, (t + 2) % 3);
+                issue_s(t % KS);
+                issue_pv((t - 1) % VS);
+                issue_group(t + DIST); /* stages of K_{t-1} and V_{t-3}: no product reads them any more */
+                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT);
                 kv_wgmma_wait<1>();
                 kv_fence_regs<SN>(sc);
                 softmax_body(general, (kt_begin + t) * BN, corr);
@@ -444,28 +476,26 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             kv_cp_async_wait<0>(); /* V_{n-1} */
             kv_fence_proxy_async();
             __syncthreads();
-            kv_wgmma_wait<0>();
+            kv_wgmma_wait<0>(); /* P_{n-2} V_{n-2} */
             kv_fence_regs<ON>(o);
             kv_fence_regs<KP * 4>(&pf[0][0]);
 #pragma unroll
             for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
             pack_p();
             fence_all();
-            issue_pv((n_kt - 1) % 3);
+            issue_pv((n_kt - 1) % VS);
         } else {
             pack_p();
             /* iteration t: issue S_t and P_{t-1} V_{t-1}, next copies, softmax of S_t, wait for P V, rescale O */
             auto step = [&](auto general, int32_t t) {
-                kv_cp_async_wait<0>(); /* K_t, V_{t-1} */
+                kv_cp_async_wait<DIST - 1>(); /* group t: K_t, V_{t-1} */
                 kv_fence_proxy_async();
-                __syncthreads(); /* every warpgroup is done with K_{t-1} and V_{t-2}; addresses of t+1 visible */
+                __syncthreads(); /* every warpgroup is done with K_{t-1} and V_{t-2}; addresses visible */
                 fence_all();
-                issue_s(t & 1);
-                issue_pv((t - 1) & 1);
-                if (t + 1 < n_kt) load_tile(0, (t + 1) % 3, (t + 1) & 1); /* K_{t+1} */
-                load_tile(1, t % 3, t & 1);                                 /* V_t */
-                kv_cp_async_commit();
-                row_addresses(t + 2, (t + 2) % 3);
+                issue_s(t % KS);
+                issue_pv((t - 1) % VS);
+                issue_group(t + DIST);
+                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT);
                 softmax_step(general, (kt_begin + t) * BN, corr);
             };
             int32_t t = 1;
@@ -476,7 +506,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             kv_fence_proxy_async();
             __syncthreads();
             fence_all();
-            issue_pv((n_kt - 1) & 1);
+            issue_pv((n_kt - 1) % VS);
         }
         kv_wgmma_wait<0>();
         kv_fence_regs<ON>(o);
@@ -520,24 +550,29 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
 }
 
 /* Persistent prefill kernel: launched with num_SMs blocks of kv_sm90_cfg<T, DP>::THREADS threads and
- * kv_sm90_cfg<T, DP>::SMEM_BYTES of dynamic smem; each block takes items in list order until none is left. */
-template <typename T, int DP>
+ * kv_sm90_cfg<T, DP>::SMEM_BYTES of dynamic smem; each block takes items in list order until none is left (the
+ * next index is claimed when an item starts, so the atomic's latency hides behind the item). */
+template <typename T, int DP, int BN_ = kv_sm90_cfg<T, DP>::BN, int KS_ = kv_sm90_cfg<T, DP>::KS>
 __global__ void __launch_bounds__(256, 1)
     kv_prefill_sm90_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    typedef kv_sm90_cfg<T, DP> CF;
+    typedef kv_sm90_cfg<T, DP, BN_, KS_> CF;
     extern __shared__ __align__(1024) unsigned char kv_sm90_smem[];
-    __shared__ uint64_t s_addr[3][2][CF::BN]; /* K and V row addresses of three tiles (slot = tile % 3) */
+    __shared__ uint64_t s_addr[CF::NSLOT][2][CF::BN]; /* K and V row addresses of the tiles in flight */
     __shared__ int s_item;
     const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
-    for (;;) {
-        if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
-        __syncthreads();
-        const int idx = s_item;
-        if (idx >= *list.count) break;
+    const int count = *list.count;
+    if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
+    __syncthreads();
+    int idx = s_item;
+    while (idx < count) {
         const kv_item it = list.items[idx];
-        kv_sm90_item<T, DP>(p, a, it, sbase, s_addr);
-        __syncthreads(); /* smem (Q, stages, offsets, s_item) is reused by the next item */
+        int next = 0;
+        if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
+        kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr);
+        if (threadIdx.x == 0) s_item = next;
+        __syncthreads(); /* s_item written; smem (Q, stages, addresses) is reused by the next item */
+        idx = s_item;    /* read before the next item's first barrier, after which thread 0 may write it */
     }
 #else
     __trap(); /* sm_90a only: never launched on other targets */
