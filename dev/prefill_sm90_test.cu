@@ -171,6 +171,7 @@ struct Problem {
     float softcap = 0.0f;
     int alibi = 0, leftpad = 0, lse = 1, batch_idx = 0;
     int split = 0; /* every tile split into 1..3 pieces at random key boundaries (part >= 0) */
+    int order = 0; /* item order: 0 = longest first; 1 = by (sequence, kv head), longest first within */
     std::vector<uint16_t> q, kc, vc;
     std::vector<float> cosT, sinT, slopes;
     std::vector<int> cu_q, cu_new, bt, cbi;
@@ -227,8 +228,15 @@ static void make_items(Problem &P) {
             }
         }
     }
-    std::stable_sort(P.items.begin(), P.items.end(),
-                     [](const kv_item &x, const kv_item &y) { return x.khi - x.klo > y.khi - y.klo; });
+    if (P.order == 0)
+        std::stable_sort(P.items.begin(), P.items.end(),
+                         [](const kv_item &x, const kv_item &y) { return x.khi - x.klo > y.khi - y.klo; });
+    else
+        std::stable_sort(P.items.begin(), P.items.end(), [](const kv_item &x, const kv_item &y) {
+            if (x.b != y.b) return x.b < y.b;
+            if (x.kv_head != y.kv_head) return x.kv_head < y.kv_head;
+            return x.khi - x.klo > y.khi - y.klo;
+        });
 }
 
 static void build(Problem &P, bool fill_random = true) {
@@ -409,9 +417,10 @@ static void free_problem(Problem &P) {
 
 static int dp_of(int D) { return D <= 64 ? 64 : D <= 128 ? 128 : 256; }
 
-/* kernel variant for DP 64 / 128 (keys per tile, K stages): 0 = the default, 1 = BN 96 KS 3, 2 = BN 64 KS 4 */
+/* kernel variant for DP 64 / 128 (keys per tile, K stages): 0 = the default (BN 64, KS 4), 1 = BN 64 KS 5,
+ * 2 = BN 128 KS 2 */
 static int g_variant = 0;
-static const char *variant_name[3] = {"BN128 KS2", "BN96 KS3", "BN64 KS4"};
+static const char *variant_name[3] = {"BN64 KS4", "BN64 KS5", "BN128 KS2"};
 
 template <typename T, int DP, int BN, int KS> static void launch_v(Problem &P) {
     typedef kv_sm90_cfg<T, DP, BN, KS> CF;
@@ -436,8 +445,8 @@ template <typename T, int DP, int BN, int KS> static void launch_v(Problem &P) {
 template <typename T, int DP> static void launch_t(Problem &P) {
     typedef kv_sm90_cfg<T, DP> CF;
     if constexpr (DP <= 128) {
-        if (g_variant == 1) { launch_v<T, DP, 96, 3>(P); return; }
-        if (g_variant == 2) { launch_v<T, DP, 64, 4>(P); return; }
+        if (g_variant == 1) { launch_v<T, DP, 64, 5>(P); return; }
+        if (g_variant == 2) { launch_v<T, DP, 128, 2>(P); return; }
     }
     launch_v<T, DP, CF::BN, CF::KS>(P);
 }
@@ -701,15 +710,16 @@ static void bench() {
         CK(cudaDeviceSynchronize());
         free_problem(P);
     }
-    for (int k = 0; k < 3; k++) {
-        const int L = Ls[k], B = 16384 / L;
+    for (int k = 0; k < 6; k++) {
+        const int L = Ls[k / 2], B = 16384 / L;
         Problem P = make(B, 32, 8, 128, 16, KVATTN_BF16);
         for (int b = 0; b < B; b++) { P.nq[b] = L; P.nnew[b] = L; P.S[b] = 0; }
         P.causal = 1;
+        P.order = k & 1;
         build(P, false);
         for (g_variant = 0; g_variant < 3; g_variant++) {
         char name[96];
-        snprintf(name, sizeof name, "check %d x %d %s (sampled rows)", B, L, variant_name[g_variant]);
+        snprintf(name, sizeof name, "check %d x %d %s order %d (sampled)", B, L, variant_name[g_variant], P.order);
         check(P, name, 256);
         for (int i = 0; i < 3; i++) launch(P);
         std::vector<float> ts;
@@ -727,8 +737,9 @@ static void bench() {
         std::sort(ts.begin(), ts.end());
         const double ms = ts[ts.size() / 2];
         const double flops = 4.0 * B * 32 * (double)L * L * 128 / 2;
-        printf("prefill sm90 %-9s causal bf16 D128 H32/8 B=%-2d L=%-6d %8.1f us  %.0f TFLOP/s  (min %.1f us)\n",
-               variant_name[g_variant], B, L, ms * 1e3, flops / (ms * 1e-3) / 1e12, ts[0] * 1e3);
+        printf("prefill sm90 %-9s %s causal bf16 D128 H32/8 B=%-2d L=%-6d %8.1f us  %.0f TFLOP/s  (min %.1f us)\n",
+               variant_name[g_variant], P.order ? "by-head " : "long-1st", B, L, ms * 1e3,
+               flops / (ms * 1e-3) / 1e12, ts[0] * 1e3);
         }
         g_variant = 0;
         free_problem(P);

@@ -33,7 +33,7 @@ typedef struct kv_item_list {
  * of V: KS + 1 when the wait for P V is deferred to the next iteration (LATE, DP <= 128), else KS (DP = 256, whose
  * smem holds no third V stage). Dynamic smem: Q tile, KS stages of K, VS of V, plus 1 KB so the base can be
  * aligned to the 1024-byte swizzle atom. Supported DP: 64, 128, 256. BN_ and KS_ are for experiments (dev/). */
-template <typename T, int DP, int BN_ = (DP > 128 ? 64 : 128), int KS_ = 2> struct kv_sm90_cfg {
+template <typename T, int DP, int BN_ = 64, int KS_ = (DP > 128 ? 2 : 4)> struct kv_sm90_cfg {
     static_assert(DP == 64 || DP == 128 || DP == 256, "kv_prefill_sm90_kernel: DP must be 64, 128 or 256");
     static_assert(BN_ % 32 == 0 && BN_ <= 128 && KS_ >= 2, "kv_prefill_sm90_kernel: BN and KS");
     static constexpr int BN = BN_;
@@ -155,7 +155,8 @@ template <bool B> struct kv_sm90_bool { static constexpr bool value = B; };
 /* ---- one item ------------------------------------------------------------------------------------------- */
 template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                    uint32_t sbase, uint64_t (*s_addr)[2][CF::BN]) {
+                                                    uint32_t sbase, uint64_t (*s_addr)[2][CF::BN],
+                                                    const kv_item *next_item) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, NSLOT = CF::NSLOT;
     constexpr int DIST = KS - 1; /* iteration t issues the copies of iteration t + DIST */
     constexpr int ROWS = KV_SM90_ROWS;
@@ -429,6 +430,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         __syncthreads();
         fence_all();
         issue_s(0);
+        if (tid == 0 && next_item) /* the next item's record into L1 while this item runs */
+            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next_item));
         kv_wgmma_wait<0>();
         kv_fence_regs<SN>(sc);
         float corr[2];
@@ -569,7 +572,7 @@ __global__ void __launch_bounds__(256, 1)
         const kv_item it = list.items[idx];
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
-        kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr);
+        kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr, threadIdx.x == 0 && next < count ? list.items + next : NULL);
         if (threadIdx.x == 0) s_item = next;
         __syncthreads(); /* s_item written; smem (Q, stages, addresses) is reused by the next item */
         idx = s_item;    /* read before the next item's first barrier, after which thread 0 may write it */
