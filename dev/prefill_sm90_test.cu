@@ -2,8 +2,9 @@
  * the wgmma descriptors and fragment layouts against a CPU product, then random prefill problems (items built
  * on the host the way the scheduler builds them) checked against a float64 CPU reference of SPEC.md
  * (poisoned outputs, sentinels, split pieces against the partial softmax of their key range), then timings
- * of causal prefill. B sequences, H query heads, Hk KV heads, D head dim, G = H / Hk.
- *   ./prefill_sm90_test unit | validate | quick | bench      (see dev/run_prefill_sm90.sh)
+ * of causal prefill (three kernel variants x two item orders). B sequences, H query heads, Hk KV heads, D head
+ * dim, G = H / Hk.
+ *   ./prefill_sm90_test unit | validate [variant] | quick [variant] | bench      (see dev/run_prefill_sm90.sh)
  * Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Iinclude -Isrc --expt-relaxed-constexpr \
  *          -Xcompiler -fopenmp dev/prefill_sm90_test.cu -o dev/bin/prefill_sm90_test -lgomp */
 #include <stdarg.h>

@@ -3,19 +3,22 @@
  * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim, DP = padded head dim (64, 128 or 256), BN keys
  * per KV tile. A packed row r of (sequence, kv_head) is query i = r / G of head kv_head * G + r % G.
  *
- * One block = 2 warpgroups (256 threads), KV_SM90_ROWS = 128 packed rows, warpgroup w owns rows [64w, 64w + 64).
- * Per item (see kv_sm90_item):
- * 1. Q tile (rotary applied, rounded to T) -> smem in the 128-byte swizzled layout that wgmma reads;
- * 2. K and V tiles stream through 2 smem stages each by 16-byte cp.async (every thread of the block issues a
- *    share), each row's address resolved once per tile by kv_cache_offset into s_addr two tiles ahead (paged
- *    caches with any page size; no TMA); rows outside [klo, khi) and channels >= D are zero-filled. V runs one
- *    tile behind K: the copy group issued at iteration j holds K_{j+1} and V_j;
- * 3. iteration j of a warpgroup: S = Q K_j^T (wgmma m64nBNk16, both operands from smem, fp32 in registers) and
- *    O += P_{j-1} V_{j-1} (wgmma m64nDPk16, P from registers, V from smem N-major) are issued together; the
- *    softmax of S_j (scale, softcap, ALiBi, masks only on tiles that need them, log2 units, ex2.approx) runs
- *    while the P V product is still in flight; then O is rescaled;
+ * One block = 2 warpgroups (256 threads), KV_SM90_ROWS = 128 packed rows, warpgroup w owns rows [64w, 64w + 64);
+ * one block per SM (persistent). Per item (see kv_sm90_item):
+ * 1. Q tile -> smem in the 128-byte swizzled layout that wgmma reads (cp.async; with rotary through registers,
+ *    rotated and rounded to T as kv_attn_item does);
+ * 2. K and V tiles of BN keys stream through KS (K) and KS + 1 (V) smem stages by 16-byte cp.async (every thread
+ *    of the block issues a share), KS - 1 tiles ahead; each row's address is resolved once per tile by
+ *    kv_cache_offset into s_addr one iteration before its copy (paged caches with any page size: no TMA); rows
+ *    outside [klo, khi), unmapped pages and channels >= D are zero-filled, never read;
+ * 3. iteration t of a warpgroup: wait for P_{t-2} V_{t-2}, rescale O; issue S_t = Q K_t^T (wgmma m64nBNk16, both
+ *    operands from smem) and O += P_{t-1} V_{t-1} (wgmma m64nDPk16, P from registers, V from smem N-major); the
+ *    softmax of S_t (scale, softcap, ALiBi, masks only on the tiles that need them, log2 units, ex2.approx) runs
+ *    while P_{t-1} V_{t-1} is still in flight;
  * 4. out = O / l and lse = ln(l) + max (0 and -inf for rows without keys), or the normalized fp32 partial of a
  *    split piece.
+ * Measured on an H200 (dev/prefill_sm90_test.cu, causal bf16 D 128, H 32 / Hk 8, 16k tokens): BN 64 with 4 K
+ * stages 177 / 293 / 356 TFLOP/s at B x L = 16 x 1024 / 4 x 4096 / 1 x 16384; BN 128 with 2 stages 73 / 174 / 301.
  * The kernel body exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets compile an empty trap. */
 #ifndef KVATTN_ATTN_PREFILL_SM90_CUH
 #define KVATTN_ATTN_PREFILL_SM90_CUH
@@ -29,10 +32,12 @@ typedef struct kv_item_list {
     int32_t *counter;
 } kv_item_list;
 
-/* Launch configuration. BN = keys per KV tile, KS = smem stages of K: copies run KS - 1 tiles ahead. VS = stages
- * of V: KS + 1 when the wait for P V is deferred to the next iteration (LATE, DP <= 128), else KS (DP = 256, whose
- * smem holds no third V stage). Dynamic smem: Q tile, KS stages of K, VS of V, plus 1 KB so the base can be
- * aligned to the 1024-byte swizzle atom. Supported DP: 64, 128, 256. BN_ and KS_ are for experiments (dev/). */
+/* Launch configuration. BN = keys per KV tile, KS = smem stages of K: copies run KS - 1 tiles ahead (the copies,
+ * not the tensor cores, bound the speed: deeper beats wider, see the figures above). VS = stages of V: KS + 1 when
+ * the wait for P V is deferred to the next iteration (LATE, DP <= 128), else KS (DP = 256, whose smem holds no
+ * extra V stage: it waits for P V at the end of each iteration, so its softmax does not overlap P V).
+ * Dynamic smem: Q tile, KS stages of K, VS of V, plus 1 KB so the base can be aligned to the 1024-byte swizzle
+ * atom (DP 128: 177 KiB dynamic + 5 KiB static). Supported DP: 64, 128, 256. BN_ and KS_ are for experiments (dev/). */
 template <typename T, int DP, int BN_ = 64, int KS_ = (DP > 128 ? 2 : 4)> struct kv_sm90_cfg {
     static_assert(DP == 64 || DP == 128 || DP == 256, "kv_prefill_sm90_kernel: DP must be 64, 128 or 256");
     static_assert(BN_ % 32 == 0 && BN_ <= 128 && KS_ >= 2, "kv_prefill_sm90_kernel: BN and KS");
@@ -110,8 +115,8 @@ template <int N>
 static __device__ __forceinline__ void kv_wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-/* Pins registers that an in-flight wgmma reads or writes: the compiler may neither read accumulators before
- * the wait nor reuse A-fragment registers until this point. */
+/* Pins registers that an in-flight wgmma reads or writes, for the compiler (ptxas tracks wgmma registers itself
+ * and waits for a product before any instruction that writes one of its registers). */
 template <int N> static __device__ __forceinline__ void kv_fence_regs(float *r) {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
@@ -352,9 +357,10 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         }
         kv_wgmma_commit();
     };
-    /* softmax of S (tile t): masks, new max, P -> pn, row sums; corr = rescale factor of the older O and l.
-     * Two straight-line versions: plain full tiles (no softcap, ALiBi or mask: the exponent is S * cs - max, one
-     * FFMA per score) and the general one (scores transformed to log2 units and masked first). */
+    /* softmax of S (key tile starting at jt): masks, new max, P (fp32, in place in sc), row sums; corr = rescale
+     * factor of the older O and l. Two versions: plain full tiles (no softcap, ALiBi or mask: the exponent is
+     * S * cs - max, one FFMA per score, no branch) and the general one (scores transformed to log2 units and
+     * masked first). */
     auto softmax_body = [&](auto general, int32_t jt, float *corr) {
         float cs = scale * LOG2E;
         if constexpr (decltype(general)::value) {
@@ -409,7 +415,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
         }
     };
-    /* main-loop step after the products of tile t were issued: softmax of S_t, wait for P_{t-1} V_{t-1}, rescale O */
+    /* DP = 256 main-loop step after the products of tile t were issued: softmax of S_t, wait for P_{t-1} V_{t-1}
+     * (ptxas moves this wait up to the previous one: no overlap), rescale O, P_t -> registers */
     auto softmax_step = [&](auto general, int32_t jt, float *corr) {
         kv_wgmma_wait<1>();
         kv_fence_regs<SN>(sc);
