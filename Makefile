@@ -17,7 +17,8 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null)
 CUDA_ARCH ?= 90a
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 NVCCFLAGS ?= -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -Xcompiler -fPIC \
-             -Xcompiler -fvisibility=hidden -Iinclude -Isrc -lineinfo --expt-relaxed-constexpr -Xptxas -warn-spills
+             -Xcompiler -fvisibility=hidden -Iinclude -Isrc -lineinfo --expt-relaxed-constexpr -Xptxas -warn-spills \
+             -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0)
 
 BUILD = build
 C_SRC  = src/api.c src/validate.c src/cpu.c src/pages.c

@@ -622,6 +622,13 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&g_dev.num_sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
+    {
+        int major = 0, minor = 0;
+        CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        g_dev.sm90 = major == 9 && minor == 0;
+    }
+    kv_attn_no_sm90 = getenv("KVATTN_NO_SM90") ? 1 : 0;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;

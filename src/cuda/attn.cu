@@ -14,6 +14,7 @@ typedef struct attn_plan {
     int64_t max_items, max_combine, max_part_rows;
     int32_t target_pieces;
     int prefill_rows;      /* packed rows per prefill item of the prefill variant */
+    int sm90;              /* prefill items run on the sm_90a wgmma kernel (attn_prefill_sm90.cuh) */
     size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, bytes;
 } attn_plan;
 
@@ -38,6 +39,11 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 #ifdef KVATTN_DEV_VARIANTS
 int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
 #endif
+#ifndef KVATTN_SM90A
+#define KVATTN_SM90A 0
+#endif
+int kv_attn_no_sm90 = 0; /* dev/attn_test.cu: route prefill items through the mma.sync kernel */
+static_assert(KV_SM90_ROWS <= KV_MAX_TILE_ROWS && KV_PREFILL_ROWS <= KV_MAX_TILE_ROWS, "workspace bound");
 static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, attn_plan *pl) {
     const int64_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads > 0 ? p->num_kv_heads : 1;
     const int64_t G = H / Hk > 0 ? H / Hk : 1;
@@ -48,11 +54,18 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
     pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) * (pl->dp + 8) * 2;
+    /* prefill on Hopper: the wgmma kernel for DP 64, 128 and 256 (a build for sm_90a on a 9.0 device) */
+    pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90 && (pl->dp == 64 || pl->dp == 128 || pl->dp == 256);
+    if (pl->sm90) {
+        pl->smem = pl->dp == 64    ? kv_sm90_cfg<__half, 64>::SMEM_BYTES
+                   : pl->dp == 128 ? kv_sm90_cfg<__half, 128>::SMEM_BYTES
+                                   : kv_sm90_cfg<__half, 256>::SMEM_BYTES;
+    }
     if (pl->smem_dec > pl->smem) pl->smem = pl->smem_dec;
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
     const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
     const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B; /* any tile height >= 16 */
-    pl->prefill_rows = KV_PREFILL_ROWS;
+    pl->prefill_rows = pl->sm90 ? KV_SM90_ROWS : KV_PREFILL_ROWS;
     const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
     pl->target_pieces = 8 * num_sms;
     int64_t extra_items = 0, part_rows = 0;
@@ -162,6 +175,35 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     return KVATTN_OK;
 }
 
+/* The sm_90a prefill kernel for DP 64 / 128 / 256 (others never get here): raises its smem limit once per
+ * device (a == NULL: only that), then launches the persistent grid over the prefill list. */
+template <typename T, int DP>
+static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a, kv_item_list list,
+                                  const kv_device_info *dev, cudaStream_t stream) {
+    typedef kv_sm90_cfg<T, DP> CF;
+    static int ready[KV_MAX_DEVICES];
+    const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
+    if (!__atomic_load_n(&ready[d], __ATOMIC_ACQUIRE)) {
+        cudaError_t e = cudaFuncSetAttribute(kv_prefill_sm90_kernel<T, DP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             CF::SMEM_BYTES);
+        if (e != cudaSuccess) return e;
+        __atomic_store_n(&ready[d], 1, __ATOMIC_RELEASE);
+    }
+    if (a == NULL) return cudaSuccess;
+    return kv_launch(kv_prefill_sm90_kernel<T, DP>, dev->num_sms, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a,
+                     list);
+}
+template <typename T, int DP>
+static int launch_sm90(const kvattn_params *p, const kv_attn_args *a, kv_item_list list, const kv_device_info *dev,
+                       cudaStream_t stream) {
+    cudaError_t e = cudaSuccess;
+    if (DP == 64) e = launch_sm90_dp<T, 64>(p, a, list, dev, stream);
+    else if (DP == 128) e = launch_sm90_dp<T, 128>(p, a, list, dev, stream);
+    else if (DP == 256) e = launch_sm90_dp<T, 256>(p, a, list, dev, stream);
+    if (e != cudaSuccess) return kv_set_error(KVATTN_ERR_CUDA, "sm90 prefill kernel: %s", cudaGetErrorString(e));
+    return KVATTN_OK;
+}
+
 /* The scheduler (with the finalize step), then the prefill kernel over the prefill items and the decode kernel
  * over the decode items; the split combine runs inside them. mode: 0 = scheduler only (the prologue), 1 =
  * attention kernels only, -1 = prepare (attributes and occupancy, launches nothing). */
@@ -170,7 +212,8 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
                        int mode, cudaStream_t stream) {
     int per_dec = 1, per_pre = 1;
     int st = attn_blocks_per_sm<T, DP, NSD, true>(dev, pl->smem_dec, &per_dec);
-    if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
+    if (st == KVATTN_OK && !pl->sm90) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
+    if (st == KVATTN_OK && pl->sm90) st = launch_sm90<T, DP>(p, NULL, kv_item_list(), dev, stream);
     if (st != KVATTN_OK || mode < 0) return st;
     kv_attn_args a = *args;
     a.grid_ctas = dev->num_sms * per_dec;
@@ -184,7 +227,14 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
     const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
     const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
-    if (max_rows > KV_DECODE_ROWS) {
+    if (max_rows > KV_DECODE_ROWS && pl->sm90) {
+        kv_item_list list;
+        list.items = a.pitems;
+        list.count = &a.hdr->n_pitems;
+        list.counter = &a.hdr->pitem_counter;
+        st = launch_sm90<T, DP>(p, &a, list, dev, stream);
+        if (st != KVATTN_OK) return st;
+    } else if (max_rows > KV_DECODE_ROWS) {
         KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
                                     stream, dev->pdl, *p, a));
     }

@@ -571,6 +571,9 @@ __global__ void __launch_bounds__(256, 1)
     __shared__ uint64_t s_addr[CF::NSLOT][2][CF::BN]; /* K and V row addresses of the tiles in flight */
     __shared__ int s_item;
     const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
+    __shared__ int s_flag;
+    kv_grid_wait(); /* items (scheduler) and appended rows (append kernel): PDL, see cuda_internal.cuh */
+    kv_grid_launch_dependents();
     const int count = *list.count;
     if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
     __syncthreads();
@@ -580,6 +583,10 @@ __global__ void __launch_bounds__(256, 1)
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
         kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr, threadIdx.x == 0 && next < count ? list.items + next : NULL);
+        if (it.comb >= 0) { /* a split piece: the block that finishes a tile's last piece merges them */
+            __syncthreads();
+            kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
+        }
         if (threadIdx.x == 0) s_item = next;
         __syncthreads(); /* s_item written; smem (Q, stages, addresses) is reused by the next item */
         idx = s_item;    /* read before the next item's first barrier, after which thread 0 may write it */

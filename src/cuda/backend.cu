@@ -35,6 +35,9 @@ int kv_device_info_get(kv_device_info *info) {
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     const char *no_pdl = getenv("KVATTN_NO_PDL");
     d.pdl = major >= 9 && !(no_pdl && no_pdl[0] && no_pdl[0] != '0');
+    int minor = 0;
+    KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    d.sm90 = major == 9 && minor == 0;
     g_device_info[device] = d;
     __atomic_store_n(&g_device_info_ready[device], 1, __ATOMIC_RELEASE);
     *info = d;
@@ -74,6 +77,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.num_sms = 132;
         dev.max_smem_optin = 227 * 1024;
         dev.pdl = 0;
+        dev.sm90 = 0;
     }
     return dev;
 }

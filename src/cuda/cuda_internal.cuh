@@ -24,6 +24,7 @@ typedef struct kv_device_info {
     int num_sms;
     int max_smem_optin; /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
     int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
+    int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
 } kv_device_info;
 
 /* ---- programmatic dependent launch (PDL) ----------------------------------------------------------------
