@@ -1,7 +1,7 @@
 #!/bin/bash
 # dev/run_attn.sh — one device call: validate every variant against the float64 reference, memcheck the
 # validation, then time decode / inflight / prefill. Logs under $OUT. Binary built beforehand (see
-# docs/perf/attn_notes.md): nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Iinclude -Isrc \
+# docs/perf/attn_notes.md): nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -DKVATTN_SM90A=1 -Iinclude -Isrc \
 #   --expt-relaxed-constexpr dev/attn_test.cu -o dev/bin/attn_test   (carried as dev/bin)
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 BIN=${BIN:-dev/bin/attn_test}
