@@ -18,7 +18,7 @@ summary=()
 { nvidia-smi; nvcc --version | tail -1; uname -a; } > "$OUT/machine.txt" 2>&1
 
 stamp "build ($BUILD)"
-if ! make BUILD="$BUILD" -j"$(nproc)" lib bench $(ls tests/test_*.c | sed "s|tests/|$BUILD/|; s|\.c$||") \
+if ! make BUILD="$BUILD" -j"$(nproc)" lib bench "$BUILD/demo" $(ls tests/test_*.c | sed "s|tests/|$BUILD/|; s|\.c$||") \
         > "$OUT/build.log" 2>&1; then
     tail -30 "$OUT/build.log"
     echo "BUILD FAILED"
