@@ -141,14 +141,19 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_row
     return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : prefill_rows;
 }
 
-/* ---- scheduler: one block turns the live lengths into the item list ------------------------------------
- * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows), and an upper
- *    bound of its KV work in tiles; a block scan gives tile_prefix[B + 1];
- * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / (KV_SPLIT_PIECES_PER_CTA * grid blocks)) KV
- *    tiles, so that no piece is longer than a quarter of a block's fair share (the tail stays short); batch-invariant = fixed
- *    KV_INV_SPLIT_KEYS key blocks (depends on that sequence only); num_splits caps the pieces;
- * 3. per (sequence, tile): its key range, its pieces, one item per (kv head, piece) and one combine task
- *    per kv head when split. Long pieces are listed first (the attention kernel takes items in order). */
+/* ---- scheduler: one block turns the live lengths into the item lists -----------------------------------
+ * 0. the finalize step of the check (status record, seq_ok -> 1 / 0), see kv_finalize_block;
+ * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows) (16-row decode
+ *    tiles, prefill tiles of the prefill kernel's height) and an upper bound of its KV work in tiles; a block
+ *    scan (warp shuffles) gives each sequence's first tile; with B <= KV_SCHED_SEQS these per-sequence facts
+ *    stay in smem;
+ * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / (KV_SPLIT_PIECES_PER_CTA * grid blocks)) KV tiles,
+ *    so that no piece is longer than a block's fair share; batch-invariant = fixed KV_INV_SPLIT_KEYS key blocks
+ *    (depends on that sequence only); num_splits caps the pieces;
+ * 3. per (sequence, tile): its key range and pieces, one item per (kv head, piece) in the decode or the
+ *    prefill list, and one combine task per kv head when split (merged by the block finishing the last piece).
+ *    Each list is ordered by descending piece length (counting sort over KV_SCHED_BUCKETS lengths): the
+ *    attention kernels take items in list order, so this is a greedy longest-first schedule. */
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
@@ -443,16 +448,18 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
 }
 
 /* ---- the attention kernel ------------------------------------------------------------------------------
- * Persistent: each block takes items in list order from a counter. Per item:
+ * Persistent over one list (decode or prefill): each block takes items in list order from a counter. Per item:
  * 1. Q tile (packed rows, rotary applied at position S + n_new - n_q + i, rounded to T) -> smem;
  * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async, each row's address
- *    from kv_cache_offset (rows outside [klo, khi) or with offset -1 are zero-filled, never read);
+ *    from kv_cache_locate (block-table entry read a tile ahead; rows outside [klo, khi) or with offset -1 are
+ *    zero-filled, never read);
  * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
  *    softmax, O += P V (P from the S registers, V by ldmatrix.trans);
  *    prefill items: 4 warps x 16 rows, each warp all 64 keys of a tile;
  *    decode items (<= 16 rows): every warp all 16 rows, warp w keys [16w, 16w + 16) of each tile, the 4
  *    partial states merged in smem in warp order at the end;
- * 4. out = O / l, lse = ln(sum) (0 and -inf for rows without keys), or the normalized partial of a piece. */
+ * 4. out = O / l, lse = ln(sum) (0 and -inf for rows without keys), or the normalized partial of a piece
+ *    (then kv_attn_piece_done: the last piece of a tile merges them). */
 template <int DP, int NS>
 struct kv_attn_smem {
     static constexpr int ROW = DP + 8;  /* padded smem row (elements): ldmatrix rows hit distinct banks */
