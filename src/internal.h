@@ -78,40 +78,36 @@ KV_HD int64_t kv_row_offset(int varlen, int b, int32_t row0, int32_t i, int64_t 
     return varlen ? (int64_t)(row0 + i) * row_stride : (int64_t)b * batch_stride + (int64_t)i * row_stride;
 }
 
-/* THE cache-address helper for both layouts, in two steps. kv_cache_locate: the outer index of cache position
- * pos of sequence b (the page in paged mode, `cache_row` = cache_batch_idx[b] or b in contiguous mode) and the
- * row inside it, or -1 if the page index there is outside [0, num_pages) (paged) or the position is outside
- * the capacity. Callers that address both K and V (different strides) look the page up once. */
-KV_HD int32_t kv_page_of(const kvattn_params *p, int b, int32_t pos); /* below */
-KV_HD int64_t kv_cache_locate_at(const kvattn_params *p, int32_t page, int32_t cache_row, int32_t pos, int32_t *row);
-KV_HD int64_t kv_cache_locate(const kvattn_params *p, int b, int32_t cache_row, int32_t pos, int32_t *row) {
-    return kv_cache_locate_at(p, p->block_table ? kv_page_of(p, b, pos) : 0, cache_row, pos, row);
-}
-/* Its two halves, for callers that read the block table early (a prefetch): kv_page_of is the table read (paged
- * mode; -1 when pos is outside the table), kv_cache_locate_at the rest given that page (ignored when
- * contiguous). */
+/* THE cache-address helper for both layouts. kv_cache_offset: the element offset of cache position pos, kv head
+ * kv_head of sequence b with one tensor's strides (`cache_row` = cache_batch_idx[b] or b, contiguous mode only),
+ * or -1 if the page index there is outside [0, num_pages) (paged) or the position is outside the capacity.
+ * Its two steps, for callers that read the block table early (a prefetch) or address K and V with one lookup:
+ * kv_page_of is the table read (paged mode; -1 when pos is outside the table), kv_cache_offset_at the rest
+ * given that page (ignored when contiguous). */
 KV_HD int32_t kv_page_of(const kvattn_params *p, int b, int32_t pos) {
     int32_t page_slot = pos / p->page_size;
     if (pos < 0 || page_slot >= p->max_pages_per_seq) return -1;
     return p->block_table[(int64_t)b * p->block_table_batch_stride + page_slot];
 }
-KV_HD int64_t kv_cache_locate_at(const kvattn_params *p, int32_t page, int32_t cache_row, int32_t pos, int32_t *row) {
+KV_HD int64_t kv_cache_offset_at(const kvattn_params *p, int32_t page, int32_t cache_row, int32_t pos, int kv_head,
+                                 int64_t batch_stride, int64_t row_stride, int64_t head_stride) {
+    int64_t outer;
+    int32_t row;
     if (p->block_table) {
         if (page < 0 || page >= p->num_pages) return -1; /* also pos outside the table (kv_page_of: -1) */
-        *row = pos % p->page_size;                        /* pos >= 0 here */
-        return page;
+        outer = page;
+        row = pos % p->page_size; /* pos >= 0 here */
+    } else {
+        if (pos < 0 || pos >= p->cache_capacity || cache_row < 0 || cache_row >= p->cache_batch) return -1;
+        outer = cache_row;
+        row = pos;
     }
-    if (pos < 0 || pos >= p->cache_capacity || cache_row < 0 || cache_row >= p->cache_batch) return -1;
-    *row = pos;
-    return cache_row;
+    return outer * batch_stride + (int64_t)row * row_stride + (int64_t)kv_head * head_stride;
 }
-/* kv_cache_offset: the element offset of (position pos, kv head) with one tensor's strides, or -1. */
 KV_HD int64_t kv_cache_offset(const kvattn_params *p, int b, int32_t cache_row, int32_t pos, int kv_head,
                               int64_t batch_stride, int64_t row_stride, int64_t head_stride) {
-    int32_t row = 0;
-    const int64_t outer = kv_cache_locate(p, b, cache_row, pos, &row);
-    if (outer < 0) return -1;
-    return outer * batch_stride + (int64_t)row * row_stride + (int64_t)kv_head * head_stride;
+    return kv_cache_offset_at(p, p->block_table ? kv_page_of(p, b, pos) : 0, cache_row, pos, kv_head, batch_stride,
+                              row_stride, head_stride);
 }
 
 /* ---- the mask: the visible key indices j (relative to L) of query row i, as a half-open range ----------

@@ -12,7 +12,6 @@ typedef struct attn_plan {
     size_t smem;           /* dynamic smem of the prefill kernel (the larger one: decides the fast path) */
     size_t smem_dec;       /* dynamic smem of the decode kernel */
     int64_t max_items, max_combine, max_part_rows;
-    int32_t target_pieces;
     int prefill_rows;      /* packed rows per prefill item of the prefill variant */
     int sm90;              /* prefill items run on the sm_90a wgmma kernel (attn_prefill_sm90.cuh) */
     size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, bytes;
@@ -67,7 +66,6 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B; /* any tile height >= 16 */
     pl->prefill_rows = pl->sm90 ? KV_SM90_ROWS : KV_PREFILL_ROWS;
     const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
-    pl->target_pieces = 8 * num_sms;
     int64_t extra_items = 0, part_rows = 0;
     if (p->num_splits != 1 && p->batch_invariant) {
         int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
@@ -266,6 +264,13 @@ static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_
     }
 }
 
+/* The element type's dispatch of launch_fast_dp (see launch_fast for mode). */
+static int launch_fast_any(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
+                           const kv_device_info *dev, int mode, cudaStream_t stream) {
+    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, pl, args, dev, mode, stream)
+                                  : launch_fast_dp<__nv_bfloat16>(p, pl, args, dev, mode, stream);
+}
+
 /* Set KVATTN_ATTN_FORCE_V0 (dev builds) to route every call through the scalar kernel. */
 int kv_attn_force_v0 = 0;
 
@@ -291,8 +296,7 @@ int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t at
     if (!attn_fast(p, &pl, dev)) return KVATTN_OK;
     RETURN_IF(attn_ws_bytes < pl.bytes, KVATTN_ERR_WORKSPACE, "workspace: attention needs %zu bytes, got %zu",
               pl.bytes, attn_ws_bytes);
-    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, NULL, dev, -1, NULL)
-                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, NULL, dev, -1, NULL);
+    return launch_fast_any(p, &pl, NULL, dev, -1, NULL);
 }
 
 static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
@@ -311,7 +315,6 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
     args->max_items = pl->max_items;
     args->max_combine = pl->max_combine;
     args->max_part_rows = pl->max_part_rows;
-    args->target_pieces = pl->target_pieces;
     args->grid_ctas = args->split_blocks = 0; /* set per variant */
     args->prefill_rows = pl->prefill_rows;
     args->dp = pl->dp;
@@ -333,8 +336,7 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
               "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, status, attn_ws, &args);
-    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, 0, stream)
-                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, 0, stream);
+    return launch_fast_any(p, &pl, &args, dev, 0, stream);
 }
 
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
@@ -351,6 +353,5 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
               "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, NULL, attn_ws, &args);
-    return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, &pl, &args, dev, 1, stream)
-                                  : launch_fast_dp<__nv_bfloat16>(p, &pl, &args, dev, 1, stream);
+    return launch_fast_any(p, &pl, &args, dev, 1, stream);
 }

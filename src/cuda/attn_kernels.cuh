@@ -38,7 +38,8 @@ typedef struct kv_combine {
 typedef struct kv_attn_ws_header {
     int32_t n_items, n_pitems;             /* decode items (items[]), prefill items (pitems[]) */
     int32_t item_counter, pitem_counter;   /* next item to take, per list (reset by the scheduler) */
-    int32_t n_combine, overflow, part_rows_used, chunk_tiles;
+    int32_t n_combine, overflow; /* overflow: diagnostic bits of the "cannot happen" guards (1, 2) */
+    int32_t pad[2];
 } kv_attn_ws_header;
 
 /* Pointers into the attention workspace (see attn_ws_layout in attn.cu). */
@@ -54,7 +55,6 @@ typedef struct kv_attn_args {
     float *part_o;   /* [max_part_rows, DP] */
     float *part_lse; /* [max_part_rows] */
     int64_t max_items, max_combine, max_part_rows;
-    int32_t target_pieces; /* bound used for the workspace: at most 2 * target_pieces split pieces */
     int32_t grid_ctas;     /* blocks of the attention kernel */
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
     int32_t prefill_rows;  /* packed rows per prefill item of the prefill kernel variant (<= KV_MAX_TILE_ROWS) */
@@ -423,8 +423,6 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         a.hdr->item_counter = 0;
         a.hdr->pitem_counter = 0;
         a.hdr->overflow = s_overflow;
-        a.hdr->part_rows_used = s_part;
-        a.hdr->chunk_tiles = (int32_t)min(chunk, (int64_t)0x7fffffff);
     }
 }
 
@@ -451,7 +449,7 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
  * Persistent over one list (decode or prefill): each block takes items in list order from a counter. Per item:
  * 1. Q tile (packed rows, rotary applied at position S + n_new - n_q + i, rounded to T) -> smem;
  * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async, each row's address
- *    from kv_cache_locate (block-table entry read a tile ahead; rows outside [klo, khi) or with offset -1 are
+ *    from kv_cache_offset_at (block-table entry read a tile ahead; rows outside [klo, khi) or with offset -1 are
  *    zero-filled, never read);
  * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
  *    softmax, O += P V (P from the S registers, V by ldmatrix.trans);
@@ -552,15 +550,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         auto row_offset = [&](int32_t kt, int slot, int32_t page) {
             const int32_t j = kt * KV_BN + orr;
             int64_t off = -1;
-            int32_t row = 0;
-            if (kt < kt_end && j >= it.klo && j < it.khi) {
-                const int64_t outer = kv_cache_locate_at(&p, page, cache_row, s.L + j, &row);
-                if (outer >= 0)
-                    off = owhich == 0 ? outer * p.k_batch_stride + (int64_t)row * p.k_row_stride +
-                                            (int64_t)kvh * p.k_head_stride
-                                      : outer * p.v_batch_stride + (int64_t)row * p.v_row_stride +
-                                            (int64_t)kvh * p.v_head_stride;
-            }
+            if (kt < kt_end && j >= it.klo && j < it.khi)
+                off = owhich == 0 ? kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.k_batch_stride,
+                                                       p.k_row_stride, p.k_head_stride)
+                                  : kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.v_batch_stride,
+                                                       p.v_row_stride, p.v_head_stride);
             s_off[slot][orr][owhich] = off;
         };
         auto load_tile = [&](int slot, int stage) {
