@@ -272,7 +272,7 @@ static void run_attn(Problem &P, int force_v0) {
     }
     kv_attn_force_v0 = force_v0;
     CK(cudaMemcpyAsync(P.dok, P.dflags, P.B, cudaMemcpyDeviceToDevice, 0));
-    int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, 0);
+    int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, 0, 0);
     if (st == KVATTN_OK) st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
     kv_attn_force_v0 = 0;
     if (st != KVATTN_OK) { fprintf(stderr, "kv_attn_launch failed: %d\n", st); exit(3); }
@@ -622,6 +622,7 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&g_dev.num_sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
+    g_dev.overlap = g_dev.pdl && !getenv("KVATTN_NO_OVERLAP");
     {
         int major = 0, minor = 0;
         CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -637,6 +638,63 @@ int main(int argc, char **argv) {
         printf("== bench, DP=128 stages %s\n", argc > 2 ? argv[2] : "default");
         bench();
         return 0;
+    }
+    if (!strcmp(mode, "timeline")) { /* per-kernel start / wait / end times of one call (needs -DKVATTN_TIMELINE) */
+#ifdef KVATTN_TIMELINE
+        struct Case { const char *name; int B, L, page, inflight; } cases[] = {
+            {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 8x8192 p16", 8, 8192, 16, 0},
+            {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x64 p16", 1, 64, 16, 0},
+            {"inflight", 64, 0, 16, 1}};
+        for (auto &c : cases) {
+            Problem P = make(c.B, 32, 8, 128, c.page, KVATTN_BF16);
+            rng_state = 0x5eed;
+            for (int b = 0; b < c.B; b++) {
+                if (c.inflight) {
+                    const bool prompt = b % 16 == 5;
+                    const int s_dec = irand(512, 8192) - 1;
+                    P.nq[b] = P.nnew[b] = prompt ? 512 : 1;
+                    P.S[b] = prompt ? 0 : s_dec;
+                } else {
+                    P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = c.L - 1;
+                }
+            }
+            P.causal = c.inflight;
+            build(P, false);
+            for (int rep = 0; rep < 4; rep++) {
+                unsigned long long init[3][10];
+                for (int k = 0; k < 3; k++)
+                    for (int j = 0; j < 10; j++) init[k][j] = (j == 2 || j == 4 || j >= 5) ? 0ull : ~0ull;
+                CK(cudaMemcpyToSymbol(kv_tl, init, sizeof init));
+                CK(cudaDeviceSynchronize());
+                run_attn(P, 0);
+                CK(cudaDeviceSynchronize());
+                unsigned long long t[3][10];
+                CK(cudaMemcpyFromSymbol(t, kv_tl, sizeof t));
+                if (rep == 0) continue; /* warm-up */
+                const double t0 = (double)t[0][0];
+                printf("%-22s", c.name);
+                const char *kn[3] = {"sched", "prefill", "decode"};
+                for (int k = 0; k < 3; k++) {
+                    if (t[k][0] == ~0ull) continue;
+                    printf("  %s start %.1f wait %.1f..%.1f end %.1f..%.1f", kn[k], (t[k][0] - t0) / 1e3,
+                           (t[k][1] - t0) / 1e3, (t[k][2] - t0) / 1e3, (t[k][3] - t0) / 1e3, (t[k][4] - t0) / 1e3);
+                }
+                printf("  (us)\n    sched phases: finalize %.1f facts+scan %.1f buckets %.1f items %.1f;", (t[0][5] - t0) / 1e3,
+                       (t[0][6] - t0) / 1e3, (t[0][7] - t0) / 1e3, (t[0][8] - t0) / 1e3);
+                for (int k = 1; k < 3; k++)
+                    if (t[k][7])
+                        printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",
+                               kn[k], t[k][7], t[k][5] / 1e3 / t[k][7], t[k][8] / 1e3 / t[k][7], t[k][9] / 1e3 / t[k][7],
+                               t[k][6] / 1e3 / t[k][7]);
+                printf("\n");
+            }
+            free_problem(P);
+        }
+        return 0;
+#else
+        fprintf(stderr, "timeline: build with -DKVATTN_TIMELINE\n");
+        return 1;
+#endif
     }
     if (!strcmp(mode, "profile_tiny")) { /* the fixed cost: B = 1, 64 keys, for ncu */
         Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);

@@ -209,7 +209,7 @@ static void make_items(Problem &P) {
             const int lo = a.lo, hi = z.hi > a.lo ? z.hi : a.lo;
             for (int kh = 0; kh < P.Hk; kh++) {
                 kv_item it;
-                it.b = b; it.kv_head = kh; it.row0 = row0; it.nrows = nrows; it.pad = 0;
+                it.b = b; it.kv_head = kh; it.row0 = row0; it.nrows = nrows; it.comb = -1; /* merged by the harness, not the kernel */
                 if (!P.split) {
                     it.klo = lo; it.khi = hi; it.part = -1;
                     P.items.push_back(it);

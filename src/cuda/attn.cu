@@ -218,7 +218,9 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
-        KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel, 1, KV_SCHED_THREADS, 0, stream, dev->pdl, *p, a));
+        /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel, 1, KV_SCHED_THREADS, 0, stream,
+                                    a.fused_check ? 0 : dev->pdl, *p, a));
         return KVATTN_OK;
     }
     /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
@@ -236,6 +238,9 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
         KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
                                     stream, dev->pdl, *p, a));
     }
+    /* after a prefill kernel (launched above: it waited for the whole chain before its trigger), the decode
+     * kernel runs alongside it instead of after it (see kv_attn_kernel) */
+    a.decode_no_wait = max_rows > KV_DECODE_ROWS && dev->overlap;
     KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
                                 dev->pdl, *p, a));
     return KVATTN_OK;
@@ -318,16 +323,32 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
     args->grid_ctas = args->split_blocks = 0; /* set per variant */
     args->prefill_rows = pl->prefill_rows;
     args->dp = pl->dp;
+    args->decode_no_wait = args->fused_check = 0;
+}
+
+/* The scheduler's block also runs the checks (kv_check_seq and a warp per sequence over its page slots) when
+ * that stays cheap: B <= KV_SCHED_SEQS, and with a block table at most KV_FUSED_CHECK_SLOTS slots in all and
+ * 1024 per sequence (a warp reads 256 slots per round trip). Saves the check kernel's launch. */
+#define KV_FUSED_CHECK_SLOTS 65536
+int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
+    if (p->batch <= 0 || p->batch > KV_SCHED_SEQS || kv_attn_supported(p) != KVATTN_OK) return 0;
+    if (p->block_table && (p->max_pages_per_seq > 1024 ||
+                           (int64_t)p->batch * p->max_pages_per_seq > KV_FUSED_CHECK_SLOTS))
+        return 0;
+    attn_plan pl;
+    attn_plan_make(p, dev, &pl);
+    return attn_fast(p, &pl, dev) ? 1 : 0;
 }
 
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
-                            size_t attn_ws_bytes, const kv_device_info *dev, cudaStream_t stream) {
+                            size_t attn_ws_bytes, const kv_device_info *dev, int fused_check, cudaStream_t stream) {
     attn_plan pl;
     bool fast = false;
     if (p->batch > 0 && kv_attn_supported(p) == KVATTN_OK) {
         attn_plan_make(p, dev, &pl);
         fast = attn_fast(p, &pl, dev);
     }
+    if (fused_check && !fast) return kv_set_error(KVATTN_ERR_INTERNAL, "fused check without the fast kernels");
     if (!fast) {
         KV_CUDA_CHECK_RET(kv_launch(kv_finalize_kernel, 1, 1024, 0, stream, dev->pdl, (int)p->batch, seq_ok, status));
         return KVATTN_OK;
@@ -336,6 +357,7 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
               "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, status, attn_ws, &args);
+    args.fused_check = fused_check;
     return launch_fast_any(p, &pl, &args, dev, 0, stream);
 }
 

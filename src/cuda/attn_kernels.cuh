@@ -59,6 +59,10 @@ typedef struct kv_attn_args {
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
     int32_t prefill_rows;  /* packed rows per prefill item of the prefill kernel variant (<= KV_MAX_TILE_ROWS) */
     int32_t dp;
+    /* 1: the decode kernel follows the prefill kernel of the same call (PDL) and does not wait for it (see
+     * kv_attn_kernel); 0: it waits for its predecessor */
+    int32_t decode_no_wait;
+    int32_t fused_check; /* 1: the scheduler runs the checks of every sequence first (no check kernel) */
 } kv_attn_args;
 
 /* ---- small PTX wrappers ------------------------------------------------------------------------------- */
@@ -154,6 +158,87 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_row
  *    prefill list, and one combine task per kv head when split (merged by the block finishing the last piece).
  *    Each list is ordered by descending piece length (counting sort over KV_SCHED_BUCKETS lengths): the
  *    attention kernels take items in list order, so this is a greedy longest-first schedule. */
+/* One query tile's reserved items: pieces [0, npieces) of each kv head at list slots first + kh * npieces + k,
+ * and its combine tasks when split (comb0 >= 0). */
+typedef struct kv_sched_tile {
+    int32_t b, row0, nrows, klo, khi, span, inv_block, npieces, first, part_base, comb0, dec;
+} kv_sched_tile;
+#define KV_SCHED_OWN_ITEMS 16 /* a tile with more items is written by the whole block (queue of KV_SCHED_BIG) */
+#define KV_SCHED_BIG 64
+/* Writes items e = i0, i0 + di, ... of tile q (and its combine tasks likewise). */
+static __device__ __forceinline__ void kv_sched_write_tile(const kv_attn_args &a, const kv_sched_tile &q, int Hk,
+                                                           int i0, int di) {
+    kv_item *list = q.dec ? a.items : a.pitems;
+    if (q.comb0 >= 0) {
+        for (int kh = i0; kh < Hk; kh += di) {
+            kv_combine cb;
+            cb.b = q.b;
+            cb.kv_head = kh;
+            cb.row0 = q.row0;
+            cb.nrows = q.nrows;
+            cb.part_base = q.part_base + kh * q.npieces * q.nrows;
+            cb.nsplit = q.npieces;
+            cb.pad0 = cb.pad1 = 0;
+            a.combine[q.comb0 + kh] = cb;
+            a.comb_done[q.comb0 + kh] = 0;
+        }
+    }
+    for (int32_t e = i0; e < q.npieces * Hk; e += di) { /* item e = (kv head e / npieces, piece e % npieces) */
+        const int kh = e / q.npieces;
+        const int32_t k = e - kh * q.npieces;
+        const int32_t comb = q.comb0 >= 0 ? q.comb0 + kh : -1;
+        kv_item it;
+        it.b = q.b;
+        it.kv_head = kh;
+        it.row0 = q.row0;
+        it.nrows = q.nrows;
+        if (q.npieces == 1) {
+            it.klo = q.klo;
+            it.khi = q.khi;
+        } else if (q.inv_block) {
+            const int32_t blk = q.klo / q.inv_block + k;
+            it.klo = max(q.klo, blk * q.inv_block);
+            it.khi = min(q.khi, (blk + 1) * q.inv_block);
+        } else {
+            const int32_t base = (q.klo / KV_BN) * KV_BN;
+            it.klo = max(q.klo, base + k * q.span);
+            it.khi = min(q.khi, base + (k + 1) * q.span);
+        }
+        it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
+        it.comb = comb;
+        if (comb < 0 && q.npieces > 1) { /* no combine slot: piece 0 carries the whole tile */
+            it.klo = q.klo;
+            it.khi = k == 0 ? q.khi : q.klo;
+            it.nrows = k == 0 ? q.nrows : 0;
+        }
+        list[q.first + e] = it;
+    }
+}
+
+/* Reservation of cnt slots from counters[key] (key -1: none), called by every lane of a warp. When all lanes
+ * that reserve use one key (a uniform batch: the common case) the warp makes one atomic for all of them (same-
+ * address smem atomics serialize); otherwise each lane makes its own. Returns the lane's first slot. */
+static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int key, int32_t cnt, int lane) {
+    const unsigned want = __ballot_sync(0xffffffffu, key >= 0);
+    if (!want) return 0;
+    const int lead = __ffs(want) - 1;
+    const int lead_key = __shfl_sync(0xffffffffu, key, lead);
+    if (__all_sync(0xffffffffu, key < 0 || key == lead_key)) {
+        const int32_t c = key >= 0 ? cnt : 0;
+        int32_t incl = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        const int32_t tot = __shfl_sync(0xffffffffu, incl, 31);
+        int32_t base = 0;
+        if (lane == lead) base = atomicAdd(&counters[lead_key], tot);
+        return __shfl_sync(0xffffffffu, base, lead) + incl - c;
+    }
+    return key >= 0 ? atomicAdd(&counters[key], cnt) : 0;
+}
+
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
@@ -163,14 +248,42 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
      * first tile, queries (0: skipped) and key count */
     __shared__ int32_t s_pre[KV_SCHED_SEQS + 1], s_nq[KV_SCHED_SEQS], s_sk[KV_SCHED_SEQS];
     __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
+    __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
+    __shared__ int32_t s_nbig;
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
+    KV_TL(0, 0, Min);
     kv_grid_wait(); /* the check flags (PDL: see cuda_internal.cuh) */
+    KV_TL(0, 1, Min);
+    KV_TL(0, 2, Max);
     kv_grid_launch_dependents();
+    if (a.fused_check) { /* the check kernel's work, for a batch small enough for this block */
+        int32_t *s_flags = s_pre, *s_lo = s_nq, *s_hi = s_sk; /* reused: filled again after the finalize step */
+        for (int b = tid; b < B; b += KV_SCHED_THREADS) s_flags[b] = kv_check_seq(p, b, &s_lo[b], &s_hi[b]);
+        __syncthreads();
+        const int lane = tid & 31, wid = tid >> 5;
+        for (int b = wid; b < B; b += KV_SCHED_THREADS / 32) { /* a warp per sequence, 8 page loads in flight */
+            const int32_t lo = s_lo[b], hi = s_hi[b];
+            const int32_t *table = p.block_table ? p.block_table + (int64_t)b * p.block_table_batch_stride : NULL;
+            int bad = 0;
+            for (int32_t s0 = lo + lane; s0 <= hi; s0 += 8 * 32) {
+                int32_t pg[8];
+#pragma unroll
+                for (int k = 0; k < 8; k++) pg[k] = s0 + k * 32 <= hi ? table[s0 + k * 32] : 0;
+#pragma unroll
+                for (int k = 0; k < 8; k++) bad |= pg[k] < 0 || pg[k] >= p.num_pages;
+            }
+            bad = __any_sync(0xffffffffu, bad);
+            if (lane == 0) ((int8_t *)a.seq_ok)[b] = (int8_t)(s_flags[b] | (bad ? KVATTN_FLAG_PAGE_INDEX : 0));
+        }
+        /* kv_finalize_block reads the flags after its first barrier */
+    }
     kv_finalize_block(B, (int8_t *)a.seq_ok, a.status); /* ends with a block barrier */
+    KV_TL(0, 5, Max);
     if (tid == 0) {
         s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
         s_items_cut = s_pitems_cut = 0x7fffffff;
+        s_nbig = 0;
     }
     __syncthreads();
 
@@ -239,6 +352,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     }
     __threadfence_block();
     __syncthreads();
+    KV_TL(0, 6, Max);
     const int32_t total_tiles = s_total;
 
     /* 2. the auto chunk (KV tiles per piece) */
@@ -311,10 +425,13 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     };
     for (int e = tid; e < 2 * KV_SCHED_BUCKETS; e += KV_SCHED_THREADS) s_bucket[e] = 0;
     __syncthreads();
-    for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
-        tile_plan tp;
-        if (plan_tile(t, tp))
-            atomicAdd(&s_bucket[(tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket], tp.npieces * Hk);
+    /* both passes go over the tiles a warp at a time (lane = tile), so that reservations are warp-aggregated:
+     * one smem atomic per (warp, counter), not one per tile (same-address atomics serialize) */
+    auto tile_key = [&](const tile_plan &tp) { return (tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket; };
+    for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
+        tile_plan tp = {};
+        const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
+        kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, v ? tp.npieces * Hk : 0, lane);
     }
     __syncthreads();
     if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
@@ -344,77 +461,56 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
     }
     __syncthreads();
-    for (int32_t t = tid; t < total_tiles; t += KV_SCHED_THREADS) {
-        tile_plan tp;
-        if (!plan_tile(t, tp)) continue;
-        const int b = tp.b;
-        const int32_t row0 = tp.row0, nrows = tp.nrows, span = tp.span, inv_block = tp.inv_block;
-        const kv_range kr = tp.kr;
-        int32_t npieces = tp.npieces;
+    KV_TL(0, 7, Max);
+    for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
+        tile_plan tp = {};
+        const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
         const bool dec = tp.rows <= KV_DECODE_ROWS;
-        kv_item *list = dec ? a.items : a.pitems;
-        const int32_t first = atomicAdd(&s_bucket[(dec ? 0 : KV_SCHED_BUCKETS) + tp.bucket], npieces * Hk);
-        if ((int64_t)first + (int64_t)npieces * Hk > a.max_items) {
+        const int32_t n = v ? tp.npieces * Hk : 0;
+        const int32_t first = kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, n, lane);
+        const bool fits = v && (int64_t)first + n <= a.max_items;
+        if (v && !fits) {
             atomicOr(&s_overflow, 2);
             atomicMin(dec ? &s_items_cut : &s_pitems_cut, first); /* never hand out its unwritten slots */
-            continue;
         }
-        int32_t part_base = -1, comb0 = -1;
-        if (npieces > 1) {
-            part_base = atomicAdd(&s_part, npieces * nrows * Hk);
-            comb0 = atomicAdd(&s_combine, Hk);
-            if ((int64_t)part_base + (int64_t)npieces * nrows * Hk > a.max_part_rows ||
-                (int64_t)comb0 + Hk > a.max_combine) {
-                atomicOr(&s_overflow, 1); /* cannot happen when the bounds are right: piece 0 does it all */
-                part_base = comb0 = -1;
-            }
+        const bool split = fits && tp.npieces > 1;
+        int32_t part_base = kv_warp_reserve(&s_part, split ? 0 : -1, split ? tp.npieces * tp.nrows * Hk : 0, lane);
+        int32_t comb0 = kv_warp_reserve(&s_combine, split ? 0 : -1, split ? Hk : 0, lane);
+        if (!split) {
+            part_base = comb0 = -1;
+        } else if ((int64_t)part_base + (int64_t)tp.npieces * tp.nrows * Hk > a.max_part_rows ||
+                   (int64_t)comb0 + Hk > a.max_combine) {
+            atomicOr(&s_overflow, 1); /* cannot happen when the bounds are right: piece 0 does it all */
+            part_base = comb0 = -1;
         }
-        {
-            for (int kh = 0; kh < Hk; kh++) {
-                const int32_t comb = comb0 >= 0 ? comb0 + kh : -1;
-                if (comb >= 0) {
-                    kv_combine cb;
-                    cb.b = b;
-                    cb.kv_head = kh;
-                    cb.row0 = row0;
-                    cb.nrows = nrows;
-                    cb.part_base = part_base + kh * npieces * nrows;
-                    cb.nsplit = npieces;
-                    cb.pad0 = cb.pad1 = 0;
-                    a.combine[comb] = cb;
-                    a.comb_done[comb] = 0;
-                }
-                for (int32_t k = 0; k < npieces; k++) {
-                    kv_item it;
-                    it.b = b;
-                    it.kv_head = kh;
-                    it.row0 = row0;
-                    it.nrows = nrows;
-                    if (npieces == 1) {
-                        it.klo = kr.lo;
-                        it.khi = kr.hi;
-                    } else if (inv_block) {
-                        const int32_t blk = kr.lo / inv_block + k;
-                        it.klo = max(kr.lo, blk * inv_block);
-                        it.khi = min(kr.hi, (blk + 1) * inv_block);
-                    } else {
-                        const int32_t base = (kr.lo / KV_BN) * KV_BN;
-                        it.klo = max(kr.lo, base + k * span);
-                        it.khi = min(kr.hi, base + (k + 1) * span);
-                    }
-                    it.part = comb >= 0 ? part_base + (kh * npieces + k) * nrows : -1;
-                    it.comb = comb;
-                    if (comb < 0 && npieces > 1) { /* no combine slot: piece 0 carries the whole tile */
-                        it.klo = kr.lo;
-                        it.khi = k == 0 ? kr.hi : kr.lo;
-                        it.nrows = k == 0 ? nrows : 0;
-                    }
-                    list[first + kh * npieces + k] = it;
-                }
+        /* each lane writes its own tile's items, except that a tile of many pieces (a long sequence split for a
+         * small batch) is queued and written by the whole block below */
+        if (fits) {
+            kv_sched_tile q;
+            q.b = tp.b;
+            q.row0 = tp.row0;
+            q.nrows = tp.nrows;
+            q.klo = tp.kr.lo;
+            q.khi = tp.kr.hi;
+            q.span = tp.span;
+            q.inv_block = tp.inv_block;
+            q.npieces = tp.npieces;
+            q.first = first;
+            q.part_base = part_base;
+            q.comb0 = comb0;
+            q.dec = dec;
+            int slot = -1;
+            if (n > KV_SCHED_OWN_ITEMS) {
+                slot = atomicAdd(&s_nbig, 1);
+                if (slot < KV_SCHED_BIG) s_big[slot] = q;
             }
+            if (slot < 0 || slot >= KV_SCHED_BIG) kv_sched_write_tile(a, q, Hk, 0, 1);
         }
     }
     __syncthreads();
+    for (int q = 0; q < min(s_nbig, KV_SCHED_BIG); q++) kv_sched_write_tile(a, s_big[q], Hk, tid, KV_SCHED_THREADS);
+    __syncthreads();
+    KV_TL(0, 8, Max);
     if (tid == 0) {
         /* ranges are reserved in order: every range starting below the first one that did not fit was written */
         a.hdr->n_items = (int32_t)min(min((int64_t)s_items, a.max_items), (int64_t)s_items_cut);
@@ -424,6 +520,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         a.hdr->pitem_counter = 0;
         a.hdr->overflow = s_overflow;
     }
+    KV_TL(0, 3, Min);
+    KV_TL(0, 4, Max);
 }
 
 /* ---- output of one packed row ------------------------------------------------------------------------- */
@@ -620,9 +718,12 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* 3. main loop */
         constexpr int NT = decode ? 2 : 8;     /* n8 key tiles per warp */
         const int key0 = decode ? warp * 16 : 0;
+        const unsigned long long t_start = KV_TL_NOW();
+        (void)t_start;
         for (int32_t t = 0; t < n_kt; t++) {
             kv_cp_async_wait<NS - 2>();
             __syncthreads();
+            if (t == 0) KV_TL_ADD(DECODE ? 2 : 1, 5, KV_TL_NOW() - t_start);
             {
                 const int32_t nt_ = t + NS - 1;
                 if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
@@ -826,39 +927,61 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 
 /* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
  * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
- * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row, lanes over splits (fixed
- * shuffle tree) for the lse, then over channels. The partials are read from L2 (__ldcg): other blocks wrote
- * them in this kernel. */
+ * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row: lanes over splits (fixed
+ * shuffle tree) for the lse and the weights, then lanes over 4-channel groups, each lane reading one float4 of
+ * every split with the loads of 8 splits in flight (the merge is latency-bound: 32 splits cost 4 round trips,
+ * not 32). The partials are read from L2 (__ldcg): other blocks wrote them in this kernel. */
 template <typename T>
 static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_args &a, const kv_combine &cb) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
     const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
     T *og = (T *)p.out;
     const kv_seq s = kv_seq_get(&p, cb.b);
+    const int ns = cb.nsplit;
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
-        float mx = -CUDART_INF_F;
-        for (int k = lane; k < cb.nsplit; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
+        const float first = lane < ns ? __ldcg(lse_s + (int64_t)lane * cb.nrows) : -CUDART_INF_F;
+        float mx = first;
+        for (int k = lane + 32; k < ns; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-        float L = 0.0f;
-        for (int k = lane; k < cb.nsplit; k += 32) L += expf(__ldcg(lse_s + (int64_t)k * cb.nrows) - msafe);
+        float L = lane < ns ? expf(first - msafe) : 0.0f;
+        for (int k = lane + 32; k < ns; k += 32) L += expf(__ldcg(lse_s + (int64_t)k * cb.nrows) - msafe);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
         const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
         const int32_t r = cb.row0 + rr;
         const int64_t oo =
             kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
-        for (int ch = lane; ch < D; ch += 32) {
-            float v = 0.0f;
-#pragma unroll 4
-            for (int k = 0; k < cb.nsplit; k++) {
-                const int64_t pr = cb.part_base + (int64_t)k * cb.nrows + rr;
-                const float f = L > 0.0f ? expf(__ldcg(a.part_lse + pr) - lse) : 0.0f;
-                v += f * __ldcg(a.part_o + pr * DP + ch);
+        for (int c0 = lane * 4; c0 - lane * 4 < D; c0 += 128) { /* warp-uniform trip count (shuffles inside) */
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            for (int k0 = 0; k0 < ns; k0 += 32) {
+                /* lane k holds the weight of split k0 + k */
+                const float w_mine = L > 0.0f && k0 + lane < ns
+                                         ? expf(__ldcg(lse_s + (int64_t)(k0 + lane) * cb.nrows) - lse) : 0.0f;
+                const int kn = min(32, ns - k0);
+                const float *po = a.part_o + ((int64_t)cb.part_base + (int64_t)k0 * cb.nrows + rr) * DP +
+                                  (c0 < D ? c0 : 0);
+#pragma unroll 8
+                for (int k = 0; k < kn; k++) {
+                    const float w = __shfl_sync(0xffffffffu, w_mine, k);
+                    const float4 x = __ldcg((const float4 *)(po + (int64_t)k * cb.nrows * DP));
+                    v.x += w * x.x;
+                    v.y += w * x.y;
+                    v.z += w * x.z;
+                    v.w += w * x.w;
+                }
             }
-            kv_from_float(&og[oo + ch], v);
+            if (c0 < D) { /* D is a multiple of 8: all four channels exist */
+                T q4[4];
+                kv_from_float(&q4[0], v.x);
+                kv_from_float(&q4[1], v.y);
+                kv_from_float(&q4[2], v.z);
+                kv_from_float(&q4[3], v.w);
+                *(uint32_t *)(og + oo + c0) = *(const uint32_t *)&q4[0];
+                *(uint32_t *)(og + oo + c0 + 2) = *(const uint32_t *)&q4[2];
+            }
         }
         if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
     }
@@ -900,21 +1023,41 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
     __shared__ __align__(16) int64_t s_off[NS][KV_BN][2]; /* element offsets of the K, V rows of tiles in flight */
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
     __shared__ int s_item, s_flag;
-    kv_grid_wait(); /* items (scheduler) and appended rows (append kernel) */
+    /* Waits for the items (scheduler) and the appended rows (append kernel). The decode kernel that follows the
+     * prefill kernel of the same call (a.decode_no_wait) does not wait for it: it needs nothing the prefill
+     * kernel writes, and it is dispatched only once every prefill block has passed its own wait, i.e. after the
+     * scheduler and the append kernel completed; so its blocks take the SMs that prefill blocks leave. Whatever
+     * this call's earlier kernels wrote is then read from L2 (__ldcg), never from a possibly stale L1 line. */
+    KV_TL(DECODE ? 2 : 1, 0, Min);
+    if (!(DECODE && a.decode_no_wait)) kv_grid_wait();
+    KV_TL(DECODE ? 2 : 1, 1, Min);
+    KV_TL(DECODE ? 2 : 1, 2, Max);
     kv_grid_launch_dependents();
     const kv_item *list = DECODE ? a.items : a.pitems;
     int32_t *counter = DECODE ? &a.hdr->item_counter : &a.hdr->pitem_counter;
-    const int32_t n = DECODE ? a.hdr->n_items : a.hdr->n_pitems;
+    const int32_t n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
     for (;;) {
         if (threadIdx.x == 0) s_item = atomicAdd(counter, 1);
         __syncthreads();
         const int idx = s_item;
         if (idx >= n) break;
-        const kv_item it = list[idx];
+        kv_item it;
+        {
+            const int4 *src = (const int4 *)(list + idx);
+            const int4 lo = __ldcg(src), hi = __ldcg(src + 1);
+            it.b = lo.x; it.kv_head = lo.y; it.row0 = lo.z; it.nrows = lo.w;
+            it.klo = hi.x; it.khi = hi.y; it.part = hi.z; it.comb = hi.w;
+        }
+        const unsigned long long t_item = KV_TL_NOW();
+        (void)t_item;
         kv_attn_item<T, DP, NS, DECODE>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
         if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
+        KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
+        KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
     }
+    KV_TL(DECODE ? 2 : 1, 3, Min);
+    KV_TL(DECODE ? 2 : 1, 4, Max);
 }
 
 /* the sm_90a prefill kernel (wgmma), used for prefill items on sm_90 devices when built for sm_90a */

@@ -161,7 +161,7 @@ template <bool B> struct kv_sm90_bool { static constexpr bool value = B; };
 template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     uint32_t sbase, uint64_t (*s_addr)[2][CF::BN],
-                                                    const kv_item *next_item) {
+                                                    const kv_item *next_item, unsigned long long t_item) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, NSLOT = CF::NSLOT;
     constexpr int DIST = KS - 1; /* iteration t issues the copies of iteration t + DIST */
     constexpr int ROWS = KV_SM90_ROWS;
@@ -190,18 +190,25 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
 
-    /* global addresses of the K (tid < BN) or V row tid % BN of KV tile t (relative index) into slot; 0 where the
-     * row lies outside [klo, khi) or its page is unmapped */
-    auto row_addresses = [&](int32_t t, int slot) {
+    /* the block-table entry of the K (tid < BN) or V row tid % BN of KV tile t (relative index), read one
+     * iteration before row_addresses needs it (so the table read never stalls the tile being computed) */
+    auto page_read = [&](int32_t t) -> int32_t {
+        const int32_t j = (kt_begin + t) * BN + tid % BN;
+        return p.block_table && tid < 2 * BN && t < n_kt && j >= it.klo && j < it.khi ? kv_page_of(&p, b, s.L + j)
+                                                                                       : 0;
+    };
+    /* global addresses of those rows of tile t into slot, given their page; 0 where the row lies outside
+     * [klo, khi) or its page is unmapped */
+    auto row_addresses = [&](int32_t t, int slot, int32_t page) {
         if (tid < 2 * BN) {
             const int rr = tid % BN, which = tid / BN;
             const int32_t j = (kt_begin + t) * BN + rr;
             int64_t off = -1;
             if (t < n_kt && j >= it.klo && j < it.khi)
-                off = which == 0 ? kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.k_batch_stride, p.k_row_stride,
-                                                   p.k_head_stride)
-                                 : kv_cache_offset(&p, b, cache_row, s.L + j, kvh, p.v_batch_stride, p.v_row_stride,
-                                                   p.v_head_stride);
+                off = which == 0 ? kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.k_batch_stride,
+                                                      p.k_row_stride, p.k_head_stride)
+                                 : kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.v_batch_stride,
+                                                      p.v_row_stride, p.v_head_stride);
             s_addr[slot][which][rr] = off >= 0 ? (uint64_t)((which ? vg : kg) + off) : 0;
         }
     };
@@ -229,10 +236,15 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         kv_cp_async_commit();
     };
 
-    /* 1. Q tile and the first copy groups */
+    /* 1. Q tile and the first copy groups (the first DIST + 2 tiles' table entries read together) */
+    int32_t first_pages[DIST + 2];
 #pragma unroll
-    for (int g = 0; g <= DIST; g++) row_addresses(g, g);
+    for (int g = 0; g < DIST + 2; g++) first_pages[g] = page_read(g);
+#pragma unroll
+    for (int g = 0; g <= DIST; g++) row_addresses(g, g, first_pages[g]);
+    int32_t next_page = page_read(DIST + 2); /* of the tile whose addresses are resolved after DIST + 1 */
     __syncthreads();
+    KV_TL_ADD(1, 8, KV_TL_NOW() - t_item); /* dev timeline: setup (sequence facts, page reads, addresses) */
     const bool rope = p.rotary_cos != NULL;
     if (!rope) { /* Q by cp.async in group 0 (zero rows beyond nrows and channels >= D) */
         for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
@@ -247,7 +259,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     if (n_kt > 0) {
 #pragma unroll
         for (int g = 0; g <= DIST; g++) issue_group(g);
-        row_addresses(DIST + 1, (DIST + 1) % NSLOT);
+        row_addresses(DIST + 1, (DIST + 1) % NSLOT, first_pages[DIST + 1]);
     } else {
         kv_cp_async_commit();
         kv_cp_async_wait<0>(); /* Q copies land before the smem is reused */
@@ -432,10 +444,12 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
 
     /* 2-3. pipeline */
     if (n_kt > 0) {
+        KV_TL_ADD(1, 9, KV_TL_NOW() - t_item); /* dev timeline: setup + copies issued */
         kv_cp_async_wait<DIST>(); /* group 0: Q and K_0 */
         kv_fence_proxy_async();   /* Q (st.shared or cp.async) and K_0 -> wgmma */
         __syncthreads();
         fence_all();
+        KV_TL_ADD(1, 5, KV_TL_NOW() - t_item);
         issue_s(0);
         if (tid == 0 && next_item) /* the next item's record into L1 while this item runs */
             asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next_item));
@@ -473,7 +487,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 issue_s(t % KS);
                 issue_pv((t - 1) % VS);
                 issue_group(t + DIST); /* stages of K_{t-1} and V_{t-3}: no product reads them any more */
-                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT);
+                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT, next_page);
+                next_page = page_read(t + DIST + 2);
                 kv_wgmma_wait<1>();
                 kv_fence_regs<SN>(sc);
                 softmax_body(general, (kt_begin + t) * BN, corr);
@@ -505,7 +520,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 issue_s(t % KS);
                 issue_pv((t - 1) % VS);
                 issue_group(t + DIST);
-                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT);
+                row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT, next_page);
+                next_page = page_read(t + DIST + 2);
                 softmax_step(general, (kt_begin + t) * BN, corr);
             };
             int32_t t = 1;
@@ -572,7 +588,10 @@ __global__ void __launch_bounds__(256, 1)
     __shared__ int s_item;
     const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
     __shared__ int s_flag;
+    KV_TL(1, 0, Min);
     kv_grid_wait(); /* items (scheduler) and appended rows (append kernel): PDL, see cuda_internal.cuh */
+    KV_TL(1, 1, Min);
+    KV_TL(1, 2, Max);
     kv_grid_launch_dependents();
     const int count = *list.count;
     if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
@@ -582,15 +601,21 @@ __global__ void __launch_bounds__(256, 1)
         const kv_item it = list.items[idx];
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
-        kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr, threadIdx.x == 0 && next < count ? list.items + next : NULL);
+        const unsigned long long t_item = KV_TL_NOW();
+        kv_sm90_item<T, DP, CF>(p, a, it, sbase, s_addr, threadIdx.x == 0 && next < count ? list.items + next : NULL,
+                                t_item);
         if (it.comb >= 0) { /* a split piece: the block that finishes a tile's last piece merges them */
             __syncthreads();
             kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
         }
+        KV_TL_ADD(1, 6, KV_TL_NOW() - t_item);
+        KV_TL_ADD(1, 7, 1);
         if (threadIdx.x == 0) s_item = next;
         __syncthreads(); /* s_item written; smem (Q, stages, addresses) is reused by the next item */
         idx = s_item;    /* read before the next item's first barrier, after which thread 0 may write it */
     }
+    KV_TL(1, 3, Min);
+    KV_TL(1, 4, Max);
 #else
     __trap(); /* sm_90a only: never launched on other targets */
 #endif

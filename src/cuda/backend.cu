@@ -35,6 +35,8 @@ int kv_device_info_get(kv_device_info *info) {
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     const char *no_pdl = getenv("KVATTN_NO_PDL");
     d.pdl = major >= 9 && !(no_pdl && no_pdl[0] && no_pdl[0] != '0');
+    const char *no_overlap = getenv("KVATTN_NO_OVERLAP");
+    d.overlap = d.pdl && !(no_overlap && no_overlap[0] && no_overlap[0] != '0');
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     d.sm90 = major == 9 && minor == 0;
@@ -77,6 +79,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.num_sms = 132;
         dev.max_smem_optin = 227 * 1024;
         dev.pdl = 0;
+        dev.overlap = 0;
         dev.sm90 = 0;
     }
     return dev;
@@ -101,16 +104,11 @@ extern "C" int kv_cuda_check(const kvattn_params *p) {
 
 /* ---- the check kernel ----------------------------------------------------------------------------------
  * grid [B], block [KV_CHECK_THREADS]. Block b performs every data-dependent check of SPEC step 1 on sequence
- * b and writes its KVATTN_FLAG_* bits (0 = ok) to seq_ok[b]. cu_seqlens are checked locally here
- * (0 <= cu[b] <= cu[b+1] <= total, cu[0] = 0); the finalize kernel turns a local failure anywhere into a
- * batch-wide one, because a broken cu_seqlens array leaves the row partition itself undefined. The page
- * indices of positions [L, S + n_new) are read by all threads of the block, four loads in flight each. */
+ * b (kv_check_seq, cuda_internal.cuh) and writes its KVATTN_FLAG_* bits (0 = ok) to seq_ok[b]; the finalize
+ * step turns a local cu_seqlens failure anywhere into a batch-wide one. The page indices of positions
+ * [L, S + n_new) are read by all threads of the block, four loads in flight each. Small batches skip this
+ * kernel: the scheduler runs the same checks first (kv_attn_check_fused, attn.cu). */
 #define KV_CHECK_THREADS 256
-
-static __device__ int kv_check_rows(const int32_t *cu, int b, int B, int32_t total) {
-    int32_t lo = cu[b], hi = cu[b + 1];
-    return lo < 0 || hi < lo || hi > total || (b == 0 && lo != 0);
-}
 
 __global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid_constant__ kvattn_params p, int8_t *seq_ok) {
     __shared__ int s_flags;
@@ -118,28 +116,8 @@ __global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid
     const int b = blockIdx.x;
     kv_grid_launch_dependents(); /* the scheduler may be dispatched now; it waits for this grid to complete */
     if (threadIdx.x == 0) {
-        int flags = 0;
-        int32_t slot_lo = 0, slot_hi = -1;
-        if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.batch, p.total_q)) flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
-        if (p.k_new && p.cu_seqlens_knew && kv_check_rows(p.cu_seqlens_knew, b, p.batch, p.total_knew))
-            flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
-        if (!flags) {
-            kv_seq s = kv_seq_get(&p, b);
-            int64_t end = (int64_t)s.S + s.n_new; /* one past the last position written and attended */
-            if (s.S < 0 || s.L < 0 || s.L > s.S) flags |= KVATTN_FLAG_BAD_LEFTPAD;
-            if (end > s.C) flags |= KVATTN_FLAG_CAPACITY;
-            if (!p.block_table) {
-                int32_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
-                if (row < 0 || row >= p.cache_batch) flags |= KVATTN_FLAG_BATCH_IDX;
-            }
-            if (p.rotary_cos && (end > p.rotary_max_pos || (int64_t)s.n_q > end)) flags |= KVATTN_FLAG_ROTARY_RANGE;
-            /* Page slots are read only when the positions fit the capacity, so slots < max_pages_per_seq. */
-            if (p.block_table && !(flags & (KVATTN_FLAG_BAD_LEFTPAD | KVATTN_FLAG_CAPACITY)) && end > s.L) {
-                slot_lo = s.L / p.page_size;
-                slot_hi = (int32_t)((end - 1) / p.page_size);
-            }
-        }
-        s_flags = flags;
+        int32_t slot_lo, slot_hi;
+        s_flags = kv_check_seq(p, b, &slot_lo, &slot_hi);
         s_slot_lo = slot_lo;
         s_slot_hi = slot_hi;
     }
@@ -344,11 +322,13 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
 
     /* (1) check every sequence, (2) finalize the status record and the ok flags (also for B = 0), fused with
      * the attention scheduler when the fast kernels run */
-    if (B > 0) {
+    const int fused = kv_attn_check_fused(p, &dev);
+    if (B > 0 && !fused) {
         kv_check_kernel<<<B, KV_CHECK_THREADS, 0, stream>>>(*p, seq_ok);
         KV_LAUNCH_CHECK("kv_check_kernel");
     }
-    st = kv_attn_launch_prologue(p, seq_ok, status, ws + attn_offset, workspace_bytes - attn_offset, &dev, stream);
+    st = kv_attn_launch_prologue(p, seq_ok, status, ws + attn_offset, workspace_bytes - attn_offset, &dev, fused,
+                                 stream);
     if (st != KVATTN_OK || B == 0) return st;
 
     /* (3) append the new tokens of the ok sequences */

@@ -24,6 +24,8 @@ typedef struct kv_device_info {
     int num_sms;
     int max_smem_optin; /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
     int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
+    int overlap;        /* pdl, and KVATTN_NO_OVERLAP unset: a step's decode kernel runs alongside its prefill
+                         * kernel (see kv_attn_kernel) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
 } kv_device_info;
 
@@ -45,6 +47,27 @@ static __device__ __forceinline__ void kv_grid_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+/* Dev builds only (-DKVATTN_TIMELINE, dev/attn_test.cu "timeline"): per kernel k of a call (0 scheduler,
+ * 1 prefill, 2 decode) the global timer at [0] the first block's start, [1] the first and [2] the last block
+ * past kv_grid_wait, [3] the first and [4] the last block's exit. The harness resets kv_tl before a call. */
+#ifdef KVATTN_TIMELINE
+__device__ unsigned long long kv_tl[3][10]; /* [5..]: scheduler phase ends; attention: start-up / item ns, items */
+static __device__ __forceinline__ unsigned long long kv_gtime() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define KV_TL(k, slot, op) \
+    do { if (threadIdx.x == 0) atomic##op(&kv_tl[k][slot], kv_gtime()); } while (0)
+#define KV_TL_NOW() kv_gtime()
+#define KV_TL_ADD(k, slot, v) \
+    do { if (threadIdx.x == 0) atomicAdd(&kv_tl[k][slot], (unsigned long long)(v)); } while (0)
+#else
+#define KV_TL(k, slot, op) do { } while (0)
+#define KV_TL_NOW() 0ull
+#define KV_TL_ADD(k, slot, v) do { } while (0)
+#endif
+
 template <typename... K, typename... A>
 static cudaError_t kv_launch(void (*kernel)(K...), unsigned grid, unsigned block, size_t smem, cudaStream_t stream,
                              int pdl, A... args) {
@@ -75,7 +98,11 @@ size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev
 /* attn.cu: enqueue the step after the check kernel: finalize (status record, seq_ok -> 1/0; also for B = 0),
  * fused with the scheduler that writes the work items when the fast kernels will run. */
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
-                            size_t attn_ws_bytes, const kv_device_info *dev, cudaStream_t stream);
+                            size_t attn_ws_bytes, const kv_device_info *dev, int fused_check, cudaStream_t stream);
+/* attn.cu: 1 when the scheduler itself runs the checks of every sequence (no check kernel: the batch is small
+ * enough for one block, B <= KV_SCHED_SEQS and few page slots); then kv_attn_launch_prologue gets
+ * fused_check = 1 and launches the scheduler as the call's first kernel. */
+int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev);
 /* attn.cu: enqueue attention (the split combine is fused into it) on `stream`. Sequences with seq_ok[b] == 0 are skipped
  * entirely (their out/lse rows are not written). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
@@ -85,6 +112,42 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
 int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t attn_ws_bytes);
 /* attn.cu: backend-specific support check (dtype, head dim); called by kv_cuda_check. */
 int kv_attn_supported(const kvattn_params *p);
+
+#ifdef __CUDACC__
+/* Every data-dependent check of SPEC step 1 on sequence b except the page indices themselves: returns its
+ * KVATTN_FLAG_* bits (0 = ok) and the page slots [*slot_lo, *slot_hi] whose indices must be checked (lo > hi:
+ * none). cu_seqlens are checked locally (0 <= cu[b] <= cu[b+1] <= total, cu[0] = 0); the finalize step turns
+ * a local failure anywhere into a batch-wide one, because a broken cu_seqlens array leaves the row partition
+ * itself undefined. Slots are only given when the positions fit the capacity, so they are < max_pages_per_seq.
+ * Used by the check kernel (backend.cu) and by the scheduler when it runs the checks itself (attn.cu). */
+static __device__ __forceinline__ int kv_check_rows(const int32_t *cu, int b, int32_t total) {
+    const int32_t lo = cu[b], hi = cu[b + 1];
+    return lo < 0 || hi < lo || hi > total || (b == 0 && lo != 0);
+}
+static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b, int32_t *slot_lo, int32_t *slot_hi) {
+    int flags = 0;
+    *slot_lo = 0;
+    *slot_hi = -1;
+    if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.total_q)) flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+    if (p.k_new && p.cu_seqlens_knew && kv_check_rows(p.cu_seqlens_knew, b, p.total_knew))
+        flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+    if (flags) return flags;
+    const kv_seq s = kv_seq_get(&p, b);
+    const int64_t end = (int64_t)s.S + s.n_new; /* one past the last position written and attended */
+    if (s.S < 0 || s.L < 0 || s.L > s.S) flags |= KVATTN_FLAG_BAD_LEFTPAD;
+    if (end > s.C) flags |= KVATTN_FLAG_CAPACITY;
+    if (!p.block_table) {
+        const int32_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+        if (row < 0 || row >= p.cache_batch) flags |= KVATTN_FLAG_BATCH_IDX;
+    }
+    if (p.rotary_cos && (end > p.rotary_max_pos || (int64_t)s.n_q > end)) flags |= KVATTN_FLAG_ROTARY_RANGE;
+    if (p.block_table && !(flags & (KVATTN_FLAG_BAD_LEFTPAD | KVATTN_FLAG_CAPACITY)) && end > s.L) {
+        *slot_lo = s.L / p.page_size;
+        *slot_hi = (int32_t)((end - 1) / p.page_size);
+    }
+    return flags;
+}
+#endif
 
 /* The finalize step, run by one whole block (any size): reads the check flags of all B sequences, writes the
  * status record (flags OR'ed, number failed, smallest failing index; integer reductions, so deterministic) and
