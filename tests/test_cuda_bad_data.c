@@ -27,7 +27,7 @@ static void run_case(int kind, int paged, int dtype, int victim) {
     }
     if (kind == OK_PAGE_BEFORE_LEFTPAD) L[victim] = S[victim] >= 40 ? 40 : S[victim];
     /* paged 2: page size 1 with a table of > 1024 slots per sequence, so that the separate check kernel runs
-     * the checks (smaller tables have the scheduler run them: kv_attn_check_fused) */
+     * the checks (small batches with small tables have the scheduler run them: kv_attn_check_fused) */
     kvt_case_begin("%s, %s, %s, sequence %d", bad_name[kind],
                    paged == 2 ? "paged 1, long table (check kernel)" : paged ? "paged 16 (fused check)" : "contiguous",
                    dtype == KVATTN_BF16 ? "bf16" : "fp16", victim);
