@@ -26,11 +26,15 @@ static void run_case(int kind, int paged, int dtype, int victim) {
         n_q[victim] = 3;
     }
     if (kind == OK_PAGE_BEFORE_LEFTPAD) L[victim] = S[victim] >= 40 ? 40 : S[victim];
-    /* paged 2: page size 1 with a table of > 1024 slots per sequence, so that the separate check kernel runs
-     * the checks (small batches with small tables have the scheduler run them: kv_attn_check_fused) */
-    kvt_case_begin("%s, %s, %s, sequence %d", bad_name[kind],
-                   paged == 2 ? "paged 1, long table (check kernel)" : paged ? "paged 16 (fused check)" : "contiguous",
-                   dtype == KVATTN_BF16 ? "bf16" : "fp16", victim);
+    /* paged 2: page size 1 with a table of 14000+ slots per sequence (B x slots > 65536), so that the separate
+     * check kernel runs the checks (smaller tables have the scheduler run them: kv_attn_check_fused); paged 3:
+     * page size 1 and caches 30x longer, so that the scheduler's flat pass over the live slots takes two rounds */
+    static const char *layout[4] = {"contiguous", "paged 16 (fused check)", "paged 1, long table (check kernel)",
+                                    "paged 1, long caches (fused check, 2 rounds)"};
+    if (paged == 3)
+        for (int b = 0; b < NB; b++) S[b] *= 30;
+    kvt_case_begin("%s, %s, %s, sequence %d", bad_name[kind], layout[paged], dtype == KVATTN_BF16 ? "bf16" : "fp16",
+                   victim);
     cu_spec sp = cu_spec_default();
     sp.dtype = dtype;
     sp.B = NB;
@@ -39,9 +43,9 @@ static void run_case(int kind, int paged, int dtype, int victim) {
     sp.S = S;
     sp.L = uses_leftpad ? L : NULL;
     sp.paged = paged != 0;
-    if (paged == 2) {
+    if (paged >= 2) {
         sp.page_size = 1;
-        sp.extra_slots = 1100;
+        sp.extra_slots = paged == 2 ? 14000 : 2;
     }
     sp.capacity = paged ? 0 : 420;
     sp.rotary_dim = uses_rotary ? 64 : 0;
@@ -212,11 +216,11 @@ static void run_reset_case(void) {
 
 int main(void) {
     kvt_init("test_cuda_bad_data");
-    const int n_cases = 3 * 2 * BAD_KINDS * 2 + 4 + 1;
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
-        for (int paged = 0; paged <= 2; paged++) {
+        for (int paged = 0; paged <= 3; paged++) {
             if (paged && kind == BAD_BATCH_IDX) continue;
             if (!paged && (kind == BAD_PAGE_PAST || kind == BAD_PAGE_NEG || kind == BAD_PAGE_MAX)) continue;
             for (int d = 0; d < 2; d++) {

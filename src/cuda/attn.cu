@@ -326,15 +326,14 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
     args->decode_no_wait = args->fused_check = 0;
 }
 
-/* The scheduler's block also runs the checks (kv_check_seq, then a warp per sequence over its page slots, 256
- * slots per round trip) when that stays cheap: B <= KV_SCHED_SEQS and, with a block table, at most
- * KV_FUSED_CHECK_TRIPS dependent table reads per warp; otherwise the check kernel (a block per sequence) is
- * faster. Saves the check kernel's launch. */
-#define KV_FUSED_CHECK_TRIPS 4
+/* The scheduler's block also runs the checks (kv_check_seq, then every live page slot of the batch as one flat
+ * range, 8192 table reads per round trip) when that stays cheap: B <= KV_SCHED_SEQS and, with a block table, at
+ * most KV_FUSED_CHECK_SLOTS slots (B x max_pages_per_seq, so at most 8 round trips); otherwise the check kernel
+ * (a block per sequence) runs them. Saves the check kernel's launch. */
+#define KV_FUSED_CHECK_SLOTS 65536
 int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
     if (p->batch <= 0 || p->batch > KV_SCHED_SEQS || kv_attn_supported(p) != KVATTN_OK) return 0;
-    if (p->block_table && (int64_t)((p->batch + 31) / 32) * ((p->max_pages_per_seq + 255) / 256) > KV_FUSED_CHECK_TRIPS)
-        return 0;
+    if (p->block_table && (int64_t)p->batch * p->max_pages_per_seq > KV_FUSED_CHECK_SLOTS) return 0;
     attn_plan pl;
     attn_plan_make(p, dev, &pl);
     return attn_fast(p, &pl, dev) ? 1 : 0;

@@ -257,25 +257,75 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     KV_TL(0, 1, Min);
     KV_TL(0, 2, Max);
     kv_grid_launch_dependents();
-    if (a.fused_check) { /* the check kernel's work, for a batch small enough for this block */
-        int32_t *s_flags = s_pre, *s_lo = s_nq, *s_hi = s_sk; /* reused: filled again after the finalize step */
-        for (int b = tid; b < B; b += KV_SCHED_THREADS) s_flags[b] = kv_check_seq(p, b, &s_lo[b], &s_hi[b]);
-        __syncthreads();
+    if (a.fused_check) {
+        /* the check kernel's work, for a batch small enough for this block (B <= KV_SCHED_SEQS, few page slots):
+         * per-sequence checks (thread t: sequences 2t, 2t + 1), a block scan of each sequence's page-slot count,
+         * then the slots of all sequences as one flat range, 8 table reads in flight per thread. Smem reused
+         * here and filled again after the finalize step: s_sk = flags, s_nq = first slot, s_pre = slot prefix */
         const int lane = tid & 31, wid = tid >> 5;
-        for (int b = wid; b < B; b += KV_SCHED_THREADS / 32) { /* a warp per sequence, 8 page loads in flight */
-            const int32_t lo = s_lo[b], hi = s_hi[b];
-            const int32_t *table = p.block_table ? p.block_table + (int64_t)b * p.block_table_batch_stride : NULL;
-            int bad = 0;
-            for (int32_t s0 = lo + lane; s0 <= hi; s0 += 8 * 32) {
-                int32_t pg[8];
+        int32_t cnt[2] = {0, 0};
 #pragma unroll
-                for (int k = 0; k < 8; k++) pg[k] = s0 + k * 32 <= hi ? table[s0 + k * 32] : 0;
-#pragma unroll
-                for (int k = 0; k < 8; k++) bad |= pg[k] < 0 || pg[k] >= p.num_pages;
+        for (int k = 0; k < 2; k++) {
+            const int b = 2 * tid + k;
+            if (b < B) {
+                int32_t lo, hi;
+                s_sk[b] = kv_check_seq(p, b, &lo, &hi);
+                s_nq[b] = lo;
+                cnt[k] = hi >= lo ? hi - lo + 1 : 0;
             }
-            bad = __any_sync(0xffffffffu, bad);
-            if (lane == 0) ((int8_t *)a.seq_ok)[b] = (int8_t)(s_flags[b] | (bad ? KVATTN_FLAG_PAGE_INDEX : 0));
         }
+        const int32_t mine = cnt[0] + cnt[1];
+        int32_t incl = mine;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        if (lane == 31) s_scan[wid] = incl;
+        __syncthreads();
+        if (wid == 0) {
+            const int32_t w = s_scan[lane];
+            int32_t wi = w;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
+                if (lane >= o) wi += v;
+            }
+            s_scan[lane] = wi - w;
+            if (lane == 31) s_total = wi;
+        }
+        __syncthreads();
+        {
+            const int32_t base = s_scan[wid] + incl - mine;
+            if (2 * tid < B) s_pre[2 * tid] = base;
+            if (2 * tid + 1 < B) s_pre[2 * tid + 1] = base + cnt[0];
+            if (tid == 0) s_pre[B] = s_total;
+        }
+        __syncthreads();
+        const int32_t total_slots = s_total;
+        for (int32_t f0 = tid; f0 < total_slots; f0 += 8 * KV_SCHED_THREADS) {
+            int32_t pg[8], bb[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int32_t f = f0 + k * KV_SCHED_THREADS;
+                bb[k] = -1;
+                pg[k] = 0;
+                if (f < total_slots) {
+                    int lo = 0, hi = B; /* the last sequence whose slots start at or before f */
+                    while (hi - lo > 1) {
+                        const int mid = (lo + hi) >> 1;
+                        if (s_pre[mid] <= f) lo = mid; else hi = mid;
+                    }
+                    bb[k] = lo;
+                    pg[k] = p.block_table[(int64_t)lo * p.block_table_batch_stride + s_nq[lo] + (f - s_pre[lo])];
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (bb[k] >= 0 && (pg[k] < 0 || pg[k] >= p.num_pages)) atomicOr(&s_sk[bb[k]], KVATTN_FLAG_PAGE_INDEX);
+        }
+        __syncthreads();
+        for (int b = tid; b < B; b += KV_SCHED_THREADS) ((int8_t *)a.seq_ok)[b] = (int8_t)s_sk[b];
         /* kv_finalize_block reads the flags after its first barrier */
     }
     kv_finalize_block(B, (int8_t *)a.seq_ok, a.status); /* ends with a block barrier */
