@@ -26,12 +26,12 @@
 /* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
  * a split piece whose normalized partial out/lse go to partial rows [part, part + nrows); the block that
  * finishes the last piece of combine task `comb` merges them (see kv_attn_piece_done). */
-typedef struct kv_item {
+typedef struct __align__(16) kv_item { /* 16-byte aligned: written and read as two 16-byte words */
     int32_t b, kv_head, row0, nrows, klo, khi, part, comb;
 } kv_item;
 /* One combine task: the nsplit pieces of packed rows [row0, row0+nrows) of (b, kv_head), partial rows
  * part_base + s * nrows + rr, merged in split order s = 0, 1, ... */
-typedef struct kv_combine {
+typedef struct __align__(16) kv_combine {
     int32_t b, kv_head, row0, nrows, part_base, nsplit, pad0, pad1;
 } kv_combine;
 
@@ -303,21 +303,24 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
         __syncthreads();
         const int32_t total_slots = s_total;
-        for (int32_t f0 = tid; f0 < total_slots; f0 += 8 * KV_SCHED_THREADS) {
+        /* a round: thread t reads the 8 consecutive slots from 8 (round * threads + t); one search per round */
+        for (int32_t f0 = 8 * tid; f0 < total_slots; f0 += 8 * KV_SCHED_THREADS) {
+            int lo = 0, hi = B; /* the last sequence whose slots start at or before f0 */
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (s_pre[mid] <= f0) lo = mid; else hi = mid;
+            }
             int32_t pg[8], bb[8];
+            int b = lo;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const int32_t f = f0 + k * KV_SCHED_THREADS;
+                const int32_t f = f0 + k;
                 bb[k] = -1;
                 pg[k] = 0;
                 if (f < total_slots) {
-                    int lo = 0, hi = B; /* the last sequence whose slots start at or before f */
-                    while (hi - lo > 1) {
-                        const int mid = (lo + hi) >> 1;
-                        if (s_pre[mid] <= f) lo = mid; else hi = mid;
-                    }
-                    bb[k] = lo;
-                    pg[k] = p.block_table[(int64_t)lo * p.block_table_batch_stride + s_nq[lo] + (f - s_pre[lo])];
+                    while (s_pre[b + 1] <= f) b++; /* next sequence with slots (s_pre[B] = total > f) */
+                    bb[k] = b;
+                    pg[k] = p.block_table[(int64_t)b * p.block_table_batch_stride + s_nq[b] + (f - s_pre[b])];
                 }
             }
 #pragma unroll
