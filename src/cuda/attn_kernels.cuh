@@ -158,6 +158,32 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_row
  *    prefill list, and one combine task per kv head when split (merged by the block finishing the last piece).
  *    Each list is ordered by descending piece length (counting sort over KV_SCHED_BUCKETS lengths): the
  *    attention kernels take items in list order, so this is a greedy longest-first schedule. */
+/* Inclusive prefix sum of v over the 32 lanes of a warp (every lane calls it). */
+static __device__ __forceinline__ int32_t kv_warp_incl_scan(int32_t v, int lane) {
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int32_t u = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += u;
+    }
+    return v;
+}
+/* Exclusive prefix sum of v over a whole block of at most 1024 threads (every thread calls it); *s_total gets the
+ * sum. s_scan: one int32 per warp, in smem. Two block barriers. */
+static __device__ __forceinline__ int32_t kv_block_excl_scan(int32_t v, int32_t *s_scan, int32_t *s_total) {
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int32_t incl = kv_warp_incl_scan(v, lane);
+    if (lane == 31) s_scan[wid] = incl;
+    __syncthreads();
+    if (wid == 0) {
+        const int32_t w = lane < (int)(blockDim.x >> 5) ? s_scan[lane] : 0;
+        const int32_t wi = kv_warp_incl_scan(w, lane);
+        if (lane < (int)(blockDim.x >> 5)) s_scan[lane] = wi - w;
+        if (lane == 31) *s_total = wi;
+    }
+    __syncthreads();
+    return s_scan[wid] + incl - v;
+}
+
 /* One query tile's reserved items: pieces [0, npieces) of each kv head at list slots first + kh * npieces + k,
  * and its combine tasks when split (comb0 >= 0). */
 typedef struct kv_sched_tile {
@@ -225,12 +251,7 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
     const int lead_key = __shfl_sync(0xffffffffu, key, lead);
     if (__all_sync(0xffffffffu, key < 0 || key == lead_key)) {
         const int32_t c = key >= 0 ? cnt : 0;
-        int32_t incl = c;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
+        const int32_t incl = kv_warp_incl_scan(c, lane);
         const int32_t tot = __shfl_sync(0xffffffffu, incl, 31);
         int32_t base = 0;
         if (lane == lead) base = atomicAdd(&counters[lead_key], tot);
@@ -262,7 +283,6 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
          * per-sequence checks (thread t: sequences 2t, 2t + 1), a block scan of each sequence's page-slot count,
          * then the slots of all sequences as one flat range, 8 table reads in flight per thread. Smem reused
          * here and filled again after the finalize step: s_sk = flags, s_nq = first slot, s_pre = slot prefix */
-        const int lane = tid & 31, wid = tid >> 5;
         int32_t cnt[2] = {0, 0};
 #pragma unroll
         for (int k = 0; k < 2; k++) {
@@ -274,29 +294,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                 cnt[k] = hi >= lo ? hi - lo + 1 : 0;
             }
         }
-        const int32_t mine = cnt[0] + cnt[1];
-        int32_t incl = mine;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
-        if (lane == 31) s_scan[wid] = incl;
-        __syncthreads();
-        if (wid == 0) {
-            const int32_t w = s_scan[lane];
-            int32_t wi = w;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
-                if (lane >= o) wi += v;
-            }
-            s_scan[lane] = wi - w;
-            if (lane == 31) s_total = wi;
-        }
-        __syncthreads();
         {
-            const int32_t base = s_scan[wid] + incl - mine;
+            const int32_t base = kv_block_excl_scan(cnt[0] + cnt[1], s_scan, &s_total);
             if (2 * tid < B) s_pre[2 * tid] = base;
             if (2 * tid + 1 < B) s_pre[2 * tid + 1] = base + cnt[0];
             if (tid == 0) s_pre[B] = s_total;
@@ -361,33 +360,13 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         my_tiles += tiles;
         my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
     }
-    /* exclusive scan of my_tiles over the block: warp shuffles, one warp over the warp totals */
+    /* the block's work (one 64-bit smem atomic per warp: they serialize), then the exclusive scan of my_tiles */
     const int lane = tid & 31, wid = tid >> 5;
-    int32_t incl = my_tiles;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int32_t v = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += v;
-    }
-    if (lane == 31) s_scan[wid] = incl;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) my_work += __shfl_xor_sync(0xffffffffu, my_work, o);
-    if (lane == 0 && my_work) atomicAdd(&s_work, my_work); /* one per warp: 64-bit smem atomics serialize */
-    __syncthreads();
-    if (wid == 0) {
-        const int32_t w = s_scan[lane];
-        int32_t wi = w;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
-            if (lane >= o) wi += v;
-        }
-        s_scan[lane] = wi - w; /* exclusive */
-        if (lane == 31) s_total = wi;
-    }
-    __syncthreads();
+    if (lane == 0 && my_work) atomicAdd(&s_work, my_work);
     {
-        int32_t acc = s_scan[wid] + incl - my_tiles;
+        int32_t acc = kv_block_excl_scan(my_tiles, s_scan, &s_total);
         for (int b = b_begin; b < b_end; b++) {
             pre[b] = acc;
             int32_t rows;
@@ -497,12 +476,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             c[k] = cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)];
             sum += c[k];
         }
-        int32_t wi = sum;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int32_t v = __shfl_up_sync(0xffffffffu, wi, o);
-            if (lane >= o) wi += v;
-        }
+        const int32_t wi = kv_warp_incl_scan(sum, lane);
         int32_t acc = wi - sum;
 #pragma unroll
         for (int k = 0; k < PER; k++) {
