@@ -145,19 +145,7 @@ static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_row
     return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : prefill_rows;
 }
 
-/* ---- scheduler: one block turns the live lengths into the item lists -----------------------------------
- * 0. the finalize step of the check (status record, seq_ok -> 1 / 0), see kv_finalize_block;
- * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows) (16-row decode
- *    tiles, prefill tiles of the prefill kernel's height) and an upper bound of its KV work in tiles; a block
- *    scan (warp shuffles) gives each sequence's first tile; with B <= KV_SCHED_SEQS these per-sequence facts
- *    stay in smem;
- * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / (KV_SPLIT_PIECES_PER_CTA * grid blocks)) KV tiles,
- *    so that no piece is longer than a block's fair share; batch-invariant = fixed KV_INV_SPLIT_KEYS key blocks
- *    (depends on that sequence only); num_splits caps the pieces;
- * 3. per (sequence, tile): its key range and pieces, one item per (kv head, piece) in the decode or the
- *    prefill list, and one combine task per kv head when split (merged by the block finishing the last piece).
- *    Each list is ordered by descending piece length (counting sort over KV_SCHED_BUCKETS lengths): the
- *    attention kernels take items in list order, so this is a greedy longest-first schedule. */
+/* ---- scheduler helpers -------------------------------------------------------------------------------- */
 /* Inclusive prefix sum of v over the 32 lanes of a warp (every lane calls it). */
 static __device__ __forceinline__ int32_t kv_warp_incl_scan(int32_t v, int lane) {
 #pragma unroll
@@ -260,6 +248,22 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
     return key >= 0 ? atomicAdd(&counters[key], cnt) : 0;
 }
 
+/* ---- scheduler: one block turns the live lengths into the item lists -----------------------------------
+ * -1. with fused_check (small batches, kv_attn_check_fused): the check kernel's work first, kv_check_seq per
+ *    sequence and one flat pass over every live page slot of the batch;
+ * 0. the finalize step of the check (status record, seq_ok -> 1 / 0), see kv_finalize_block;
+ * 1. per sequence (contiguous blocks of sequences per thread): tiles = ceil(rows / tile rows) (16-row decode
+ *    tiles, prefill tiles of the prefill kernel's height) and an upper bound of its KV work in tiles; a block
+ *    scan gives each sequence's first tile; with B <= KV_SCHED_SEQS these per-sequence facts stay in smem;
+ * 2. the split chunk: auto = max(KV_MIN_CHUNK_TILES, work / (KV_SPLIT_PIECES_PER_CTA * grid blocks)) KV tiles,
+ *    so that no piece is longer than a block's fair share; batch-invariant = fixed KV_INV_SPLIT_KEYS key blocks
+ *    (depends on that sequence only); num_splits caps the pieces;
+ * 3. per (sequence, tile), a warp's 32 tiles at a time: its key range and pieces, one item per (kv head, piece)
+ *    in the decode or the prefill list, and one combine task per kv head when split (merged by the block
+ *    finishing the last piece). Each list is ordered by descending piece length (counting sort over
+ *    KV_SCHED_BUCKETS lengths; warp-aggregated reservations): the attention kernels take items in list order, so
+ *    this is a greedy longest-first schedule. A tile's items are written by its lane, or by the whole block when
+ *    it has more than KV_SCHED_OWN_ITEMS. */
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
