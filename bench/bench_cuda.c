@@ -258,6 +258,14 @@ static void bp_free(bproblem *P) {
  * back-to-back (*b2b_us): `reps` calls enqueued without a sync between them, per call (the host runs ahead, as
  *   in a generation loop or a CUDA graph; the GPU's own time per call); median of 5 such rounds.
  * *host_us: median host time to enqueue one call (kvattn_forward returns before the GPU finishes). */
+/* One kvattn_forward on cache copy i % n_copies; a failure ends the benchmark. */
+static void bp_forward(bproblem *P, int i) {
+    if (kvattn_forward(&P->p[i % P->n_copies], KVATTN_BACKEND_CUDA, P->ws, P->ws_bytes, NULL) != KVATTN_OK) {
+        fprintf(stderr, "forward: %s\n", kvattn_last_error());
+        exit(2);
+    }
+}
+
 static double bp_time_us(bproblem *P, int warm, int reps, double *b2b_us, double *host_us) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -265,16 +273,11 @@ static double bp_time_us(bproblem *P, int warm, int reps, double *b2b_us, double
     float *t = malloc((size_t)reps * sizeof(float));
     float *h = malloc((size_t)reps * sizeof(float));
     for (int i = 0; i < warm + reps; i++) {
-        kvattn_params *p = &P->p[i % P->n_copies];
         CK(cudaEventRecord(e0, NULL));
         const double h0 = kvt_now_s();
-        int st = kvattn_forward(p, KVATTN_BACKEND_CUDA, P->ws, P->ws_bytes, NULL);
+        bp_forward(P, i);
         const double h1 = kvt_now_s();
         CK(cudaEventRecord(e1, NULL));
-        if (st != KVATTN_OK) {
-            fprintf(stderr, "forward: %s\n", kvattn_last_error());
-            exit(2);
-        }
         CK(cudaEventSynchronize(e1));
         if (i >= warm) {
             CK(cudaEventElapsedTime(&t[i - warm], e0, e1));
@@ -287,11 +290,7 @@ static double bp_time_us(bproblem *P, int warm, int reps, double *b2b_us, double
         float rt[5];
         for (int round = 0; round < 5; round++) {
             CK(cudaEventRecord(e0, NULL));
-            for (int i = 0; i < reps; i++)
-                if (kvattn_forward(&P->p[i % P->n_copies], KVATTN_BACKEND_CUDA, P->ws, P->ws_bytes, NULL) != KVATTN_OK) {
-                    fprintf(stderr, "forward: %s\n", kvattn_last_error());
-                    exit(2);
-                }
+            for (int i = 0; i < reps; i++) bp_forward(P, i);
             CK(cudaEventRecord(e1, NULL));
             CK(cudaEventSynchronize(e1));
             CK(cudaEventElapsedTime(&rt[round], e0, e1));
