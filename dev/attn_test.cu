@@ -549,30 +549,7 @@ static double read_ceiling() {
     return bytes / (ts[ts.size() / 2] * 1e-3) / 1e12;
 }
 
-static void bench() {
-    const double ceil_tb = read_ceiling();
-    printf("read ceiling: %.2f TB/s\n", ceil_tb);
-    struct Dec { int B, L, page; } decs[] = {{64, 4096, 16}, {64, 4096, 0}, {64, 4096, 1}, {64, 4096, 256},
-                                              {8, 8192, 16},  {8, 8192, 0},  {1, 32768, 16}, {128, 2048, 16},
-                                              {256, 1024, 16}, {64, 16384, 16}};
-    for (auto &d : decs) {
-        Problem P = make(d.B, 32, 8, 128, d.page, KVATTN_BF16);
-        for (int b = 0; b < d.B; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = d.L - 1; }
-        build(P, false);
-        const double ms = time_ms(P, 20);
-        const double bytes = (double)d.B * d.L * 8 * 128 * 2 * 2;
-        const double tb = bytes / (ms * 1e-3) / 1e12;
-        printf("decode B=%-3d L=%-6d page=%-3d  %8.1f us  %.2f TB/s  %.0f%% of read ceiling\n", d.B, d.L, d.page,
-               ms * 1e3, tb, 100 * tb / ceil_tb);
-        free_problem(P);
-    }
-    { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
-        Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
-        P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
-        build(P, false);
-        printf("decode B=1 L=64 (fixed cost): %8.1f us\n", time_ms(P, 20) * 1e3);
-        free_problem(P);
-    }
+static void bench_inflight() {
     /* inflight: 60 decodes with S uniform in [512, 8192] + 4 prompts of 512, causal, page 16; then the same
      * with the prompts only and the decodes only (where the time goes) */
     for (int part = 0; part < 3; part++) {
@@ -600,6 +577,33 @@ static void bench() {
                bytes / (ms * 1e-3) / 1e12);
         free_problem(P);
     }
+}
+
+static void bench() {
+    const double ceil_tb = read_ceiling();
+    printf("read ceiling: %.2f TB/s\n", ceil_tb);
+    struct Dec { int B, L, page; } decs[] = {{64, 4096, 16}, {64, 4096, 0}, {64, 4096, 1}, {64, 4096, 256},
+                                              {8, 8192, 16},  {8, 8192, 0},  {1, 32768, 16}, {128, 2048, 16},
+                                              {256, 1024, 16}, {64, 16384, 16}};
+    for (auto &d : decs) {
+        Problem P = make(d.B, 32, 8, 128, d.page, KVATTN_BF16);
+        for (int b = 0; b < d.B; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = d.L - 1; }
+        build(P, false);
+        const double ms = time_ms(P, 20);
+        const double bytes = (double)d.B * d.L * 8 * 128 * 2 * 2;
+        const double tb = bytes / (ms * 1e-3) / 1e12;
+        printf("decode B=%-3d L=%-6d page=%-3d  %8.1f us  %.2f TB/s  %.0f%% of read ceiling\n", d.B, d.L, d.page,
+               ms * 1e3, tb, 100 * tb / ceil_tb);
+        free_problem(P);
+    }
+    { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
+        Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
+        P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
+        build(P, false);
+        printf("decode B=1 L=64 (fixed cost): %8.1f us\n", time_ms(P, 20) * 1e3);
+        free_problem(P);
+    }
+    bench_inflight();
     int Ls[3] = {1024, 4096, 16384};
     for (int k = 0; k < 3; k++) {
         const int L = Ls[k], B = 16384 / L;
@@ -630,6 +634,7 @@ int main(int argc, char **argv) {
         g_dev.sm90 = major == 9 && minor == 0;
     }
     kv_attn_no_sm90 = getenv("KVATTN_NO_SM90") ? 1 : 0;
+    kv_attn_dev_pctas = getenv("KVATTN_DEV_PCTAS") ? atoi(getenv("KVATTN_DEV_PCTAS")) : 0;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
@@ -639,17 +644,25 @@ int main(int argc, char **argv) {
         bench();
         return 0;
     }
+    if (!strcmp(mode, "inflight")) { /* the inflight step and its two halves; KVATTN_DEV_PCTAS = prefill blocks */
+        printf("== inflight, sm90 prefill blocks %d (0 = one per SM)\n", kv_attn_dev_pctas);
+        bench_inflight();
+        return 0;
+    }
     if (!strcmp(mode, "timeline")) { /* per-kernel start / wait / end times of one call (needs -DKVATTN_TIMELINE) */
 #ifdef KVATTN_TIMELINE
         struct Case { const char *name; int B, L, page, inflight; } cases[] = {
             {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 8x8192 p16", 8, 8192, 16, 0},
             {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x64 p16", 1, 64, 16, 0},
-            {"inflight", 64, 0, 16, 1}};
+            {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
         for (auto &c : cases) {
             Problem P = make(c.B, 32, 8, 128, c.page, KVATTN_BF16);
             rng_state = 0x5eed;
             for (int b = 0; b < c.B; b++) {
-                if (c.inflight) {
+                if (c.inflight == 2) {
+                    P.nq[b] = P.nnew[b] = c.L;
+                    P.S[b] = 0;
+                } else if (c.inflight) {
                     const bool prompt = b % 16 == 5;
                     const int s_dec = irand(512, 8192) - 1;
                     P.nq[b] = P.nnew[b] = prompt ? 512 : 1;
@@ -658,17 +671,17 @@ int main(int argc, char **argv) {
                     P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = c.L - 1;
                 }
             }
-            P.causal = c.inflight;
+            P.causal = c.inflight != 0;
             build(P, false);
             for (int rep = 0; rep < 4; rep++) {
-                unsigned long long init[3][10];
+                unsigned long long init[3][16];
                 for (int k = 0; k < 3; k++)
-                    for (int j = 0; j < 10; j++) init[k][j] = (j == 2 || j == 4 || j >= 5) ? 0ull : ~0ull;
+                    for (int j = 0; j < 16; j++) init[k][j] = (j == 2 || j == 4 || j >= 5) ? 0ull : ~0ull;
                 CK(cudaMemcpyToSymbol(kv_tl, init, sizeof init));
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
                 CK(cudaDeviceSynchronize());
-                unsigned long long t[3][10];
+                unsigned long long t[3][16];
                 CK(cudaMemcpyFromSymbol(t, kv_tl, sizeof t));
                 if (rep == 0) continue; /* warm-up */
                 const double t0 = (double)t[0][0];
@@ -686,6 +699,11 @@ int main(int argc, char **argv) {
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",
                                kn[k], t[k][7], t[k][5] / 1e3 / t[k][7], t[k][8] / 1e3 / t[k][7], t[k][9] / 1e3 / t[k][7],
                                t[k][6] / 1e3 / t[k][7]);
+                if (t[1][7] && t[1][12])
+                    printf("\n    sm90 per item (cycles): pipeline %.0f = copy waits %.0f + product waits %.0f + rest; "
+                           "epilogue %.0f; loop-to-end %.0f; tiles %.2f", t[1][13] / (double)t[1][7],
+                           t[1][10] / (double)t[1][7], t[1][11] / (double)t[1][7], t[1][14] / (double)t[1][7],
+                           t[1][15] / (double)t[1][7], t[1][12] / (double)t[1][7]);
                 printf("\n");
             }
             free_problem(P);

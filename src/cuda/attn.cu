@@ -37,6 +37,7 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 
 #ifdef KVATTN_DEV_VARIANTS
 int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
+int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
 #endif
 #ifndef KVATTN_SM90A
 #define KVATTN_SM90A 0
@@ -188,7 +189,11 @@ static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a,
         __atomic_store_n(&ready[d], 1, __ATOMIC_RELEASE);
     }
     if (a == NULL) return cudaSuccess;
-    return kv_launch(kv_prefill_sm90_kernel<T, DP>, dev->num_sms, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a,
+    int ctas = dev->num_sms;
+#ifdef KVATTN_DEV_VARIANTS
+    if (kv_attn_dev_pctas > 0 && kv_attn_dev_pctas < ctas) ctas = kv_attn_dev_pctas;
+#endif
+    return kv_launch(kv_prefill_sm90_kernel<T, DP>, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a,
                      list);
 }
 template <typename T, int DP>

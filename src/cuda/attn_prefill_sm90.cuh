@@ -236,17 +236,20 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         kv_cp_async_commit();
     };
 
-    /* 1. Q tile and the first copy groups (the first DIST + 2 tiles' table entries read together) */
+    /* 1. Q tile and the first copy groups (the first DIST + 2 tiles' table entries read together). The loops
+     * below that run once per item are kept rolled: unrolled, this per-item code made short items wait for
+     * instruction fetch (attn_notes.md v20). */
     int32_t first_pages[DIST + 2];
 #pragma unroll
     for (int g = 0; g < DIST + 2; g++) first_pages[g] = page_read(g);
-#pragma unroll
+#pragma unroll 1
     for (int g = 0; g <= DIST; g++) row_addresses(g, g, first_pages[g]);
     int32_t next_page = page_read(DIST + 2); /* of the tile whose addresses are resolved after DIST + 1 */
     __syncthreads();
     KV_TL_ADD(1, 8, KV_TL_NOW() - t_item); /* dev timeline: setup (sequence facts, page reads, addresses) */
     const bool rope = p.rotary_cos != NULL;
     if (!rope) { /* Q by cp.async in group 0 (zero rows beyond nrows and channels >= D) */
+#pragma unroll 1
         for (int e = tid; e < ROWS * CH; e += CF::THREADS) {
             const int rr = e / CH, ch = e - rr * CH;
             uint64_t row = 0;
@@ -257,7 +260,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         }
     }
     if (n_kt > 0) {
-#pragma unroll
+#pragma unroll 1
         for (int g = 0; g <= DIST; g++) issue_group(g);
         row_addresses(DIST + 1, (DIST + 1) % NSLOT, first_pages[DIST + 1]);
     } else {
@@ -376,21 +379,27 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     auto softmax_body = [&](auto general, int32_t jt, float *corr) {
         float cs = scale * LOG2E;
         if constexpr (decltype(general)::value) {
+            /* scores to log2 units, then the mask; the softcap / ALiBi transform is a loop of its own, so that
+             * the common masked tiles run (and fetch) only the short one */
             cs = 1.0f;
+            if (plain) {
+#pragma unroll
+                for (int k = 0; k < SN; k++) sc[k] *= scale * LOG2E;
+            } else {
+#pragma unroll
+                for (int k = 0; k < SN; k++) {
+                    const int h2 = (k >> 1) & 1;
+                    const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+                    float x = kv_softcap(sc[k] * scale, p.softcap);
+                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
+                    sc[k] = x * LOG2E;
+                }
+            }
 #pragma unroll
             for (int k = 0; k < SN; k++) {
                 const int h2 = (k >> 1) & 1;
                 const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
-                float x = sc[k];
-                if (plain) {
-                    x *= scale * LOG2E;
-                } else {
-                    x = kv_softcap(x * scale, p.softcap);
-                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
-                    x *= LOG2E;
-                }
-                if (j < vlo[h2] || j >= vhi[h2]) x = -CUDART_INF_F;
-                sc[k] = x;
+                if (j < vlo[h2] || j >= vhi[h2]) sc[k] = -CUDART_INF_F;
             }
         }
 #pragma unroll
@@ -443,6 +452,10 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     };
 
     /* 2-3. pipeline */
+#ifdef KVATTN_TIMELINE
+    long long c_cp = 0, c_mma = 0; /* dev timeline: cycles waiting for copies (+ barrier), for products */
+    const long long c_item0 = clock64();
+#endif
     if (n_kt > 0) {
         KV_TL_ADD(1, 9, KV_TL_NOW() - t_item); /* dev timeline: setup + copies issued */
         kv_cp_async_wait<DIST>(); /* group 0: Q and K_0 */
@@ -457,9 +470,10 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         kv_fence_regs<SN>(sc);
         float corr[2];
         softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
-        /* Tiles where every row of the block sees every key (plain scores) run a loop whose softmax has no
+        /* Tiles where every row of the block sees every key (plain scores) run a step whose softmax has no
          * branch; the tiles before and after (window / causal edges, ragged ends) and softcap / ALiBi problems
-         * run the general softmax. */
+         * run the general softmax. One loop with two step bodies (not a loop per kind): the code a short item
+         * runs stays small (short items were bound by instruction fetch, see attn_notes.md v20). */
         int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
         if (plain && it.nrows > 0) {
             const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal,
@@ -474,12 +488,16 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
              * O += P_{t-1} V_{t-1}; next copies; softmax of S_t, overlapping P V (ptxas hoists a wait for the
              * products to the top of its basic block, so that wait sits after the next barrier, not here) */
             auto step = [&](auto general, int32_t t) {
+                KV_TLC_T0(c0);
                 kv_cp_async_wait<DIST - 1>(); /* group t: K_t, V_{t-1} */
                 kv_fence_proxy_async();
                 __syncthreads(); /* all warpgroups done with K_{t-1} and V_{t-3}; addresses of t+DIST visible */
+                KV_TLC_ACC(c_cp, c0);
+                KV_TLC_T0(c1);
                 kv_wgmma_wait<0>();
                 kv_fence_regs<ON>(o);
                 kv_fence_regs<KP * 4>(&pf[0][0]);
+                KV_TLC_ACC(c_mma, c1);
 #pragma unroll
                 for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
                 pack_p();
@@ -489,18 +507,22 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 issue_group(t + DIST); /* stages of K_{t-1} and V_{t-3}: no product reads them any more */
                 row_addresses(t + DIST + 1, (t + DIST + 1) % NSLOT, next_page);
                 next_page = page_read(t + DIST + 2);
+                KV_TLC_T0(c2);
                 kv_wgmma_wait<1>();
                 kv_fence_regs<SN>(sc);
+                KV_TLC_ACC(c_mma, c2);
                 softmax_body(general, (kt_begin + t) * BN, corr);
                 kv_fence_regs<SN>(sc);
             };
-            int32_t t = 1;
-            for (; t < t_fast_lo; t++) step(kv_sm90_bool<true>(), t);
-            for (; t < t_fast_hi; t++) step(kv_sm90_bool<false>(), t);
-            for (; t < n_kt; t++) step(kv_sm90_bool<true>(), t);
+            for (int32_t t = 1; t < n_kt; t++) {
+                if (t >= t_fast_lo && t < t_fast_hi) step(kv_sm90_bool<false>(), t);
+                else step(kv_sm90_bool<true>(), t);
+            }
+            KV_TLC_T0(c3);
             kv_cp_async_wait<0>(); /* V_{n-1} */
             kv_fence_proxy_async();
             __syncthreads();
+            KV_TLC_ACC(c_cp, c3);
             kv_wgmma_wait<0>(); /* P_{n-2} V_{n-2} */
             kv_fence_regs<ON>(o);
             kv_fence_regs<KP * 4>(&pf[0][0]);
@@ -524,20 +546,29 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 next_page = page_read(t + DIST + 2);
                 softmax_step(general, (kt_begin + t) * BN, corr);
             };
-            int32_t t = 1;
-            for (; t < t_fast_lo; t++) step(kv_sm90_bool<true>(), t);
-            for (; t < t_fast_hi; t++) step(kv_sm90_bool<false>(), t);
-            for (; t < n_kt; t++) step(kv_sm90_bool<true>(), t);
+            for (int32_t t = 1; t < n_kt; t++) {
+                if (t >= t_fast_lo && t < t_fast_hi) step(kv_sm90_bool<false>(), t);
+                else step(kv_sm90_bool<true>(), t);
+            }
             kv_cp_async_wait<0>(); /* V_{n-1} */
             kv_fence_proxy_async();
             __syncthreads();
             fence_all();
             issue_pv((n_kt - 1) % VS);
         }
+        KV_TLC_T0(c4);
         kv_wgmma_wait<0>();
         kv_fence_regs<ON>(o);
         kv_fence_regs<KP * 4>(&pf[0][0]);
+        KV_TLC_ACC(c_mma, c4);
     }
+#ifdef KVATTN_TIMELINE
+    const long long c_epi0 = clock64();
+    KV_TL_ADD(1, 10, c_cp);
+    KV_TL_ADD(1, 11, c_mma);
+    KV_TL_ADD(1, 12, n_kt);
+    KV_TL_ADD(1, 13, c_epi0 - c_item0);
+#endif
 
     /* 4. epilogue */
 #pragma unroll
@@ -573,6 +604,10 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
         }
     }
+#ifdef KVATTN_TIMELINE
+    KV_TL_ADD(1, 14, clock64() - c_epi0);
+    KV_TL_ADD(1, 15, clock64() - c_item0);
+#endif
 }
 
 /* Persistent prefill kernel: launched with num_SMs blocks of kv_sm90_cfg<T, DP>::THREADS threads and

@@ -51,7 +51,8 @@ static __device__ __forceinline__ void kv_grid_launch_dependents() {
  * 1 prefill, 2 decode) the global timer at [0] the first block's start, [1] the first and [2] the last block
  * past kv_grid_wait, [3] the first and [4] the last block's exit. The harness resets kv_tl before a call. */
 #ifdef KVATTN_TIMELINE
-__device__ unsigned long long kv_tl[3][10]; /* [5..]: scheduler phase ends; attention: start-up / item ns, items */
+__device__ unsigned long long kv_tl[3][16]; /* [5..]: scheduler phase ends; attention: start-up / item ns, items;
+                                             * [10..]: sm90 prefill item breakdown in SM cycles */
 static __device__ __forceinline__ unsigned long long kv_gtime() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -62,7 +63,11 @@ static __device__ __forceinline__ unsigned long long kv_gtime() {
 #define KV_TL_NOW() kv_gtime()
 #define KV_TL_ADD(k, slot, v) \
     do { if (threadIdx.x == 0) atomicAdd(&kv_tl[k][slot], (unsigned long long)(v)); } while (0)
+#define KV_TLC_T0(v) const long long v = clock64()
+#define KV_TLC_ACC(acc, v) (acc) += clock64() - (v)
 #else
+#define KV_TLC_T0(v) do { } while (0)
+#define KV_TLC_ACC(acc, v) do { } while (0)
 #define KV_TL(k, slot, op) do { } while (0)
 #define KV_TL_NOW() 0ull
 #define KV_TL_ADD(k, slot, v) do { } while (0)
