@@ -619,6 +619,16 @@ static void bench() {
     }
 }
 
+/* profile modes: build the problem, run the call twice (ncu -c picks a launch), free it */
+static int profile_twice(Problem &P) {
+    build(P, false);
+    run_attn(P, 0);
+    run_attn(P, 0);
+    CK(cudaDeviceSynchronize());
+    free_problem(P);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int dev = 0;
     CK(cudaSetDevice(dev));
@@ -717,12 +727,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "profile_tiny")) { /* the fixed cost: B = 1, 64 keys, for ncu */
         Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
         P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
-        build(P, false);
-        run_attn(P, 0);
-        run_attn(P, 0);
-        CK(cudaDeviceSynchronize());
-        free_problem(P);
-        return 0;
+        return profile_twice(P);
     }
     if (!strcmp(mode, "profile_inflight")) { /* the inflight step's launches, for ncu */
         Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
@@ -731,12 +736,7 @@ int main(int argc, char **argv) {
             else { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = irand(512, 8192) - 1; }
         }
         P.causal = 1;
-        build(P, false);
-        run_attn(P, 0);
-        run_attn(P, 0);
-        CK(cudaDeviceSynchronize());
-        free_problem(P);
-        return 0;
+        return profile_twice(P);
     }
     if (!strcmp(mode, "profile")) { /* one decode and one prefill launch, for ncu */
         Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);

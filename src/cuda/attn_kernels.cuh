@@ -557,6 +557,27 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
 
 /* ---- output of one packed row ------------------------------------------------------------------------- */
 /* Element offset of out (or q) for packed row r of (b, kv_head); also the lse offset. */
+/* What an attention item derives from the params and its sequence; one place for both attention kernels (the
+ * mma.sync kv_attn_item and the wgmma kv_sm90_item). */
+typedef struct kv_item_facts {
+    kv_seq s;
+    int32_t s_k;       /* key positions of the sequence after this call's append, from its leftpad on */
+    int32_t cache_row; /* contiguous caches: the sequence's cache row (cache_batch_idx, default b) */
+    int G, D;          /* query heads per KV head, head dim */
+    float scale;       /* softmax scale */
+    bool plain;        /* no softcap and no ALiBi: the scores need only the scale */
+} kv_item_facts;
+static __device__ __forceinline__ kv_item_facts kv_item_facts_get(const kvattn_params &p, int b) {
+    kv_item_facts f;
+    f.s = kv_seq_get(&p, b);
+    f.s_k = f.s.S + f.s.n_new - f.s.L;
+    f.cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    f.G = p.num_heads / p.num_kv_heads;
+    f.D = p.head_dim;
+    f.scale = kv_softmax_scale(&p);
+    f.plain = !(p.softcap > 0.0f) && !p.alibi_slopes;
+    return f;
+}
 static __device__ __forceinline__ int64_t kv_out_offset(const kvattn_params &p, int b, const kv_seq &s, int G,
                                                         int kv_head, int32_t r, int64_t bs, int64_t rs, int64_t hs) {
     const int32_t i = r / G;
@@ -612,19 +633,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
     T *sQ = SM::Q_OWN ? (T *)kv_smem_raw : sK + (NS - 1) * SM::KV_ELEMS;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int gq = lane >> 2, tq = lane & 3; /* mma fragment row group and thread-in-quad */
-    const int G = p.num_heads / p.num_kv_heads;
-    const int D = p.head_dim;
-    const float scale = kv_softmax_scale(&p);
+    const int b = it.b, kvh = it.kv_head;
+    const kv_item_facts f = kv_item_facts_get(p, b);
+    const kv_seq s = f.s;
+    const int32_t s_k = f.s_k, cache_row = f.cache_row;
+    const int G = f.G, D = f.D;
+    const float scale = f.scale;
+    const bool plain = f.plain;
     const float LOG2E = 1.4426950408889634f;
-    const bool plain = !(p.softcap > 0.0f) && !p.alibi_slopes;
     const T *qg = (const T *)p.q;
     const T *kg = (const T *)p.k_cache;
     const T *vg = (const T *)p.v_cache;
     T *og = (T *)p.out;
-    const int b = it.b, kvh = it.kv_head;
-    const kv_seq s = kv_seq_get(&p, b);
-    const int32_t s_k = s.S + s.n_new - s.L;
-    const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
         constexpr bool decode = DECODE;
         const int tile_rows = decode ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
 

@@ -173,19 +173,18 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + KS * CF::KV_BYTES;
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int gq = lane >> 2, tq = lane & 3;
-    const int G = p.num_heads / p.num_kv_heads;
-    const int D = p.head_dim;
-    const float scale = kv_softmax_scale(&p);
+    const int b = it.b, kvh = it.kv_head;
+    const kv_item_facts f = kv_item_facts_get(p, b);
+    const kv_seq s = f.s;
+    const int32_t s_k = f.s_k, cache_row = f.cache_row;
+    const int G = f.G, D = f.D;
+    const float scale = f.scale;
+    const bool plain = f.plain;
     const float LOG2E = 1.4426950408889634f;
-    const bool plain = !(p.softcap > 0.0f) && !p.alibi_slopes;
     const T *qg = (const T *)p.q;
     const T *kg = (const T *)p.k_cache;
     const T *vg = (const T *)p.v_cache;
     T *og = (T *)p.out;
-    const int b = it.b, kvh = it.kv_head;
-    const kv_seq s = kv_seq_get(&p, b);
-    const int32_t s_k = s.S + s.n_new - s.L;
-    const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
     const int32_t kt_begin = it.klo / BN;
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
@@ -347,6 +346,17 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         kv_fence_regs<KP * 4>(&pf[0][0]);
         kv_wgmma_fence();
     };
+    /* after a batch of products: all of them complete, O and P final for the compiler */
+    auto products_done = [&]() {
+        kv_wgmma_wait<0>();
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+    };
+    /* O rescaled by the softmax's correction of its rows (the running max moved) */
+    auto rescale_o = [&](const float *corr) {
+#pragma unroll
+        for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+    };
     /* S = Q K^T for the K tile in stage st (issued, not waited) */
     auto issue_s = [&](int st) {
         const uint64_t dk0 = kv_sm90_desc(sK + st * CF::KV_BYTES, 16, 1024);
@@ -443,11 +453,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         kv_fence_regs<SN>(sc);
         softmax_body(general, jt, corr);
         kv_fence_regs<SN>(sc);
-        kv_wgmma_wait<0>();
-        kv_fence_regs<ON>(o);
-        kv_fence_regs<KP * 4>(&pf[0][0]);
-#pragma unroll
-        for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+        products_done();
+        rescale_o(corr);
         pack_p();
     };
 
@@ -494,12 +501,9 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
                 __syncthreads(); /* all warpgroups done with K_{t-1} and V_{t-3}; addresses of t+DIST visible */
                 KV_TLC_ACC(c_cp, c0);
                 KV_TLC_T0(c1);
-                kv_wgmma_wait<0>();
-                kv_fence_regs<ON>(o);
-                kv_fence_regs<KP * 4>(&pf[0][0]);
+                products_done();
                 KV_TLC_ACC(c_mma, c1);
-#pragma unroll
-                for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+                rescale_o(corr);
                 pack_p();
                 fence_all();
                 issue_s(t % KS);
@@ -523,11 +527,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             kv_fence_proxy_async();
             __syncthreads();
             KV_TLC_ACC(c_cp, c3);
-            kv_wgmma_wait<0>(); /* P_{n-2} V_{n-2} */
-            kv_fence_regs<ON>(o);
-            kv_fence_regs<KP * 4>(&pf[0][0]);
-#pragma unroll
-            for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+            products_done(); /* P_{n-2} V_{n-2} */
+            rescale_o(corr);
             pack_p();
             fence_all();
             issue_pv((n_kt - 1) % VS);
@@ -557,9 +558,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             issue_pv((n_kt - 1) % VS);
         }
         KV_TLC_T0(c4);
-        kv_wgmma_wait<0>();
-        kv_fence_regs<ON>(o);
-        kv_fence_regs<KP * 4>(&pf[0][0]);
+        products_done();
         KV_TLC_ACC(c_mma, c4);
     }
 #ifdef KVATTN_TIMELINE
