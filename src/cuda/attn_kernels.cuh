@@ -69,10 +69,56 @@ typedef struct kv_attn_args {
 static __device__ __forceinline__ uint32_t kv_smem_u32(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
-/* 16-byte async copy global -> shared; src_bytes = 0 zero-fills without reading. */
-static __device__ __forceinline__ void kv_cp_async16(uint32_t dst, const void *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+/* 16-byte async copy global -> shared of row address `row` + `off` bytes; row = 0 stores 16 zero bytes and reads
+ * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. */
+static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row, uint64_t off) {
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
+                 "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
+                 "l"(row), "l"(row + off)
+                 : "memory");
 }
+
+/* Row addresses of one cache tensor (K or V) for one item's sequence and kv head, with the checks of
+ * kv_page_of / kv_cache_offset_at (internal.h) and the same results, in fewer instructions per row: byte strides
+ * and the sequence's base row are set up once per item, a power-of-two page size divides by shifting.
+ * page(pos): the block-table entry of key position pos (paged; -1 outside the table); addr(pos, page): the
+ * row's global address, 0 where the page is unmapped or the position is outside the capacity. */
+struct kv_row_addresser {
+    const unsigned char *base; /* the tensor + kv head (paged), or + the sequence's cache row (contiguous) */
+    const int32_t *table;      /* the sequence's block-table row (paged), else NULL */
+    int64_t ostride, rstride;  /* bytes per page (or cache row) and per position */
+    int32_t page_size, page_shift, limit; /* limit: num_pages (paged) or capacity (contiguous; 0 if no row) */
+    int32_t max_pages;
+    __device__ __forceinline__ void init(const kvattn_params &p, int b, int32_t cache_row, int kvh, bool v) {
+        base = (const unsigned char *)(v ? p.v_cache : p.k_cache) + (int64_t)kvh * (v ? p.v_head_stride : p.k_head_stride) * 2;
+        ostride = (v ? p.v_batch_stride : p.k_batch_stride) * 2;
+        rstride = (v ? p.v_row_stride : p.k_row_stride) * 2;
+        page_size = p.page_size;
+        max_pages = p.max_pages_per_seq;
+        table = p.block_table ? p.block_table + (int64_t)b * p.block_table_batch_stride : NULL;
+        if (table) {
+            page_shift = page_size > 0 && (page_size & (page_size - 1)) == 0 ? __ffs(page_size) - 1 : -1;
+            limit = p.num_pages;
+        } else {
+            page_shift = 0;
+            const bool row_ok = cache_row >= 0 && cache_row < p.cache_batch;
+            limit = row_ok ? p.cache_capacity : 0;
+            if (row_ok) base += (int64_t)cache_row * ostride;
+        }
+    }
+    __device__ __forceinline__ int32_t page(int32_t pos) const {
+        const int32_t slot = page_shift >= 0 ? pos >> page_shift : pos / page_size;
+        return pos >= 0 && slot < max_pages ? table[slot] : -1;
+    }
+    __device__ __forceinline__ uint64_t addr(int32_t pos, int32_t pg) const {
+        if (table) {
+            if (pg < 0 || pg >= limit) return 0;
+            const int32_t r = page_shift >= 0 ? pos & (page_size - 1) : pos % page_size;
+            return (uint64_t)(base + (int64_t)pg * ostride + (int64_t)r * rstride);
+        }
+        return pos >= 0 && pos < limit ? (uint64_t)(base + (int64_t)pos * rstride) : 0;
+    }
+};
 static __device__ __forceinline__ void kv_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 static __device__ __forceinline__ void kv_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -621,7 +667,7 @@ struct kv_attn_smem {
 
 template <typename T, int DP, int NS, bool DECODE>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                    unsigned char *kv_smem_raw, int64_t (*s_off)[KV_BN][2],
+                                                    unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
     typedef kv_attn_smem<DP, NS> SM;
     constexpr int ROW = SM::ROW;
@@ -642,8 +688,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
     const bool plain = f.plain;
     const float LOG2E = 1.4426950408889634f;
     const T *qg = (const T *)p.q;
-    const T *kg = (const T *)p.k_cache;
-    const T *vg = (const T *)p.v_cache;
     T *og = (T *)p.out;
         constexpr bool decode = DECODE;
         const int tile_rows = decode ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
@@ -684,42 +728,52 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             }
         }
 
-        /* 2. KV tiles: each row's cache offset is resolved once (thread tid: row tid % 64 of K or V) into
-         * s_off one tile before its cp.async is issued; its block-table entry is read one more tile earlier
-         * into a register, so neither the table read nor the offset math stalls the tile being computed.
-         * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). */
+        /* 2. KV tiles: each row's global address is resolved once (thread tid: row tid % 64 of K or V) into
+         * s_addr one tile before its cp.async is issued; its block-table entry is read one more tile earlier
+         * into a register, so neither the table read nor the address math stalls the tile being computed.
+         * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). The copy loop
+         * is ~10 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
         const int32_t kt_begin = it.klo / KV_BN;
         const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
         const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
         const int orr = tid & (KV_BN - 1), owhich = tid >> 6;
+        kv_row_addresser ra;
+        ra.init(p, b, cache_row, kvh, owhich != 0);
         auto page_read = [&](int32_t kt) -> int32_t {
             const int32_t j = kt * KV_BN + orr;
-            return p.block_table && kt < kt_end && j >= it.klo && j < it.khi ? kv_page_of(&p, b, s.L + j) : 0;
+            return ra.table && kt < kt_end && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
         };
         auto row_offset = [&](int32_t kt, int slot, int32_t page) {
             const int32_t j = kt * KV_BN + orr;
-            int64_t off = -1;
-            if (kt < kt_end && j >= it.klo && j < it.khi)
-                off = owhich == 0 ? kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.k_batch_stride,
-                                                       p.k_row_stride, p.k_head_stride)
-                                  : kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.v_batch_stride,
-                                                       p.v_row_stride, p.v_head_stride);
-            s_off[slot][orr][owhich] = off;
+            s_addr[slot][orr][owhich] = kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
         };
+        /* thread tid copies chunk tid % CH of rows tid / CH + k * RSTEP when CH divides the block (DP 32, 64,
+         * 128, 256: one channel and fixed smem / s_addr steps for every k), else chunk e % CH of row e / CH */
+        constexpr bool EVEN = KV_THREADS % CH == 0;
+        constexpr int RSTEP = EVEN ? KV_THREADS / CH : 1;
+        const int my_c0 = (tid % CH) * 8, my_r0 = tid / CH;
+        const uint64_t my_cmask = my_c0 < D ? ~0ull : 0ull; /* channels >= D: zeros */
         auto load_tile = [&](int slot, int stage) {
-            T *dk = sK + stage * SM::KV_ELEMS;
-            T *dv = sV + stage * SM::KV_ELEMS;
+            const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
+            const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
+            if (EVEN) {
+                const uint32_t d0 = (uint32_t)(my_r0 * ROW + my_c0) * 2;
 #pragma unroll
-            for (int k = 0; k < KV_BN * CH / KV_THREADS; k++) {
-                const int e = tid + k * KV_THREADS;
-                const int rr = e / CH, c0 = (e - rr * CH) * 8;
-                const longlong2 kvo = *(const longlong2 *)s_off[slot][rr]; /* K and V offsets: one 16-byte load */
-                const int64_t ko = c0 < D ? kvo.x : -1;
-                const int64_t vo = c0 < D ? kvo.y : -1;
-                kv_cp_async16(kv_smem_u32(dk + rr * ROW + c0), ko >= 0 ? (const void *)(kg + ko + c0) : (const void *)kg,
-                              ko >= 0 ? 16 : 0);
-                kv_cp_async16(kv_smem_u32(dv + rr * ROW + c0), vo >= 0 ? (const void *)(vg + vo + c0) : (const void *)vg,
-                              vo >= 0 ? 16 : 0);
+                for (int k = 0; k < KV_BN / RSTEP; k++) {
+                    const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
+                    kv_copy16_row(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < KV_BN * CH / KV_THREADS; k++) {
+                    const int e = tid + k * KV_THREADS;
+                    const int rr = e / CH, c0 = (e - rr * CH) * 8;
+                    const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][rr];
+                    const uint32_t so = (uint32_t)(rr * ROW + c0) * 2;
+                    kv_copy16_row(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
+                    kv_copy16_row(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
+                }
             }
         };
         for (int st = 0; st < NS; st++) row_offset(kt_begin + st, st, page_read(kt_begin + st));
@@ -1071,7 +1125,7 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
 template <typename T, int DP, int NS, bool DECODE>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     extern __shared__ __align__(16) unsigned char kv_smem_raw[];
-    __shared__ __align__(16) int64_t s_off[NS][KV_BN][2]; /* element offsets of the K, V rows of tiles in flight */
+    __shared__ __align__(16) uint64_t s_addr[NS][KV_BN][2]; /* global addresses of the K, V rows of tiles in flight */
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
     __shared__ int s_item, s_flag;
     /* Waits for the items (scheduler) and the appended rows (append kernel). The decode kernel that follows the
@@ -1101,7 +1155,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         }
         const unsigned long long t_item = KV_TL_NOW();
         (void)t_item;
-        kv_attn_item<T, DP, NS, DECODE>(p, a, it, kv_smem_raw, s_off, s_m, s_l);
+        kv_attn_item<T, DP, NS, DECODE>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
         if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);

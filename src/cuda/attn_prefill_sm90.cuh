@@ -139,14 +139,6 @@ static __device__ __forceinline__ uint64_t kv_sm90_desc(uint32_t saddr, uint32_t
  * K-major, 128B swizzle (Q, K): LBO unused (16), SBO = 1024 between 8-row groups;
  * N-major, 128B swizzle (V): LBO = between 64-channel blocks (BN * 128 B), SBO = 1024 between 8-key groups. */
 
-/* 16-byte async copy global -> shared of row address `row` + `off` bytes; row = 0 stores 16 zero bytes and reads
- * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. */
-static __device__ __forceinline__ void kv_sm90_copy16(uint32_t dst, uint64_t row, uint64_t off) {
-    asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
-                 "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
-                 "l"(row), "l"(row + off)
-                 : "memory");
-}
 
 /* Byte offset of 16-byte chunk `ch` (channels 8ch .. 8ch+7) of row r in a tile of R rows: the tile is stored as
  * DP/64 column blocks of R rows x 128 bytes, chunk positions XOR-swizzled by r % 8 (the wgmma 128B swizzle;
@@ -182,8 +174,6 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     const bool plain = f.plain;
     const float LOG2E = 1.4426950408889634f;
     const T *qg = (const T *)p.q;
-    const T *kg = (const T *)p.k_cache;
-    const T *vg = (const T *)p.v_cache;
     T *og = (T *)p.out;
     const int32_t kt_begin = it.klo / BN;
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
@@ -191,10 +181,11 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
 
     /* the block-table entry of the K (tid < BN) or V row tid % BN of KV tile t (relative index), read one
      * iteration before row_addresses needs it (so the table read never stalls the tile being computed) */
+    kv_row_addresser ra; /* of the K (tid < BN) or V tensor; threads >= 2 BN never use it */
+    ra.init(p, b, cache_row, kvh, tid >= BN);
     auto page_read = [&](int32_t t) -> int32_t {
         const int32_t j = (kt_begin + t) * BN + tid % BN;
-        return p.block_table && tid < 2 * BN && t < n_kt && j >= it.klo && j < it.khi ? kv_page_of(&p, b, s.L + j)
-                                                                                       : 0;
+        return ra.table && tid < 2 * BN && t < n_kt && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
     };
     /* global addresses of those rows of tile t into slot, given their page; 0 where the row lies outside
      * [klo, khi) or its page is unmapped */
@@ -202,13 +193,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         if (tid < 2 * BN) {
             const int rr = tid % BN, which = tid / BN;
             const int32_t j = (kt_begin + t) * BN + rr;
-            int64_t off = -1;
-            if (t < n_kt && j >= it.klo && j < it.khi)
-                off = which == 0 ? kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.k_batch_stride,
-                                                      p.k_row_stride, p.k_head_stride)
-                                 : kv_cache_offset_at(&p, page, cache_row, s.L + j, kvh, p.v_batch_stride,
-                                                      p.v_row_stride, p.v_head_stride);
-            s_addr[slot][which][rr] = off >= 0 ? (uint64_t)((which ? vg : kg) + off) : 0;
+            s_addr[slot][which][rr] = t < n_kt && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
         }
     };
     /* cp.async of one K (which = 0) or V (which = 1) tile from the addresses in slot into stage. Thread tid copies
@@ -223,7 +208,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
         const uint64_t *rows = s_addr[slot][which] + my_row;
 #pragma unroll
         for (int k = 0; k < BN / RSTEP; k++) {
-            kv_sm90_copy16(dst + k * RSTEP * 128, rows[k * RSTEP] & ch_mask, my_ch * 16);
+            kv_copy16_row(dst + k * RSTEP * 128, rows[k * RSTEP] & ch_mask, my_ch * 16);
         }
     };
 
@@ -255,7 +240,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             if (rr < it.nrows && ch * 8 < D)
                 row = (uint64_t)(qg + kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride,
                                                     p.q_head_stride));
-            kv_sm90_copy16(sQ + kv_sw128<ROWS>(rr, ch), row, ch * 16);
+            kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), row, ch * 16);
         }
     }
     if (n_kt > 0) {
