@@ -732,7 +732,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * s_addr one tile before its cp.async is issued; its block-table entry is read one more tile earlier
          * into a register, so neither the table read nor the address math stalls the tile being computed.
          * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). The copy loop
-         * is ~10 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
+         * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
         const int32_t kt_begin = it.klo / KV_BN;
         const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
         const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
@@ -743,7 +743,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const int32_t j = kt * KV_BN + orr;
             return ra.table && kt < kt_end && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
         };
-        auto row_offset = [&](int32_t kt, int slot, int32_t page) {
+        auto row_address = [&](int32_t kt, int slot, int32_t page) {
             const int32_t j = kt * KV_BN + orr;
             s_addr[slot][orr][owhich] = kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
         };
@@ -776,7 +776,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 }
             }
         };
-        for (int st = 0; st < NS; st++) row_offset(kt_begin + st, st, page_read(kt_begin + st));
+        for (int st = 0; st < NS; st++) row_address(kt_begin + st, st, page_read(kt_begin + st));
         int32_t next_page = page_read(kt_begin + NS); /* of the tile whose offsets are resolved next */
         __syncthreads(); /* Q and the first offsets in smem */
         const int wrow0 = decode ? 0 : warp * 16;
@@ -834,7 +834,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
                 kv_cp_async_commit();
                 if (t + NS < n_kt) { /* into the slot of tile t (issued long ago); the page read one tile ahead */
-                    row_offset(kt_begin + t + NS, t % NS, next_page);
+                    row_address(kt_begin + t + NS, t % NS, next_page);
                     next_page = page_read(kt_begin + t + NS + 1);
                 }
             }

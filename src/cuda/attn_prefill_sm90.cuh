@@ -139,7 +139,6 @@ static __device__ __forceinline__ uint64_t kv_sm90_desc(uint32_t saddr, uint32_t
  * K-major, 128B swizzle (Q, K): LBO unused (16), SBO = 1024 between 8-row groups;
  * N-major, 128B swizzle (V): LBO = between 64-channel blocks (BN * 128 B), SBO = 1024 between 8-key groups. */
 
-
 /* Byte offset of 16-byte chunk `ch` (channels 8ch .. 8ch+7) of row r in a tile of R rows: the tile is stored as
  * DP/64 column blocks of R rows x 128 bytes, chunk positions XOR-swizzled by r % 8 (the wgmma 128B swizzle;
  * 8 consecutive chunks of one row, as one quarter-warp writes them, hit all 32 banks once). */
