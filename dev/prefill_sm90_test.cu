@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(256) unit_wgmma(const T *A, const T *Bm, const
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31, gq = lane >> 2, tq = lane & 3;
     for (int e = tid; e < 128 * 16; e += 256) {
         const int r = e / 16, ch = e % 16;
-        kv_cp_async16(sA + kv_sw128<128>(r, ch), A + r * 128 + ch * 8, 16);
-        kv_cp_async16(sB + kv_sw128<128>(r, ch), Bm + r * 128 + ch * 8, 16);
-        kv_cp_async16(sV + kv_sw128<128>(r, ch), V + r * 128 + ch * 8, 16);
+        kv_copy16_row(sA + kv_sw128<128>(r, ch), (uint64_t)(A + r * 128), ch * 16);
+        kv_copy16_row(sB + kv_sw128<128>(r, ch), (uint64_t)(Bm + r * 128), ch * 16);
+        kv_copy16_row(sV + kv_sw128<128>(r, ch), (uint64_t)(V + r * 128), ch * 16);
     }
     kv_cp_async_commit();
     kv_cp_async_wait<0>();

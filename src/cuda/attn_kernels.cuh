@@ -645,7 +645,7 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
  * Persistent over one list (decode or prefill): each block takes items in list order from a counter. Per item:
  * 1. Q tile (packed rows, rotary applied at position S + n_new - n_q + i, rounded to T) -> smem;
  * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async, each row's address
- *    from kv_cache_offset_at (block-table entry read a tile ahead; rows outside [klo, khi) or with offset -1 are
+ *    from kv_row_addresser (block-table entry read a tile ahead; rows outside [klo, khi) or with address 0 are
  *    zero-filled, never read);
  * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
  *    softmax, O += P V (P from the S registers, V by ldmatrix.trans);
