@@ -12,6 +12,7 @@
 #include <math.h>
 #include <vector>
 #include <algorithm>
+#include <map>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -579,6 +580,69 @@ static void bench_inflight() {
     }
 }
 
+
+#ifdef KVATTN_TIMELINE
+/* per-item records of the decode list (kv_tl_items): durations, per-block ends, per-SM tile rates */
+static double pct(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[(size_t)(q * (v.size() - 1) + 0.5)];
+}
+static void item_report(int list, unsigned long long n, double t0) {
+    if (n == 0) return;
+    if (n > KV_TL_ITEMS) n = KV_TL_ITEMS;
+    static unsigned long long r[KV_TL_ITEMS][4];
+    CK(cudaMemcpyFromSymbol(r, kv_tl_items, sizeof r, (size_t)list * sizeof r));
+    std::vector<double> dur, per_tile, tiles;
+    std::map<unsigned, std::vector<int>> by_block;
+    std::map<unsigned, std::pair<double, double>> by_sm; /* busy ns, tiles */
+    for (unsigned long long i = 0; i < n; i++) {
+        const double d = (double)(r[i][1] - r[i][0]);
+        dur.push_back(d / 1e3);
+        tiles.push_back((double)r[i][3]);
+        if (r[i][3]) per_tile.push_back(d / 1e3 / r[i][3]);
+        by_block[(unsigned)(r[i][2] & 0xffffffffu)].push_back((int)i);
+        auto &sm = by_sm[(unsigned)(r[i][2] >> 32)];
+        sm.first += d;
+        sm.second += (double)r[i][3];
+    }
+    printf("    items %llu: tiles min %.0f med %.0f max %.0f; item us min %.1f p10 %.1f med %.1f p90 %.1f max %.1f; "
+           "us/tile min %.2f p10 %.2f med %.2f p90 %.2f max %.2f\n", n, pct(tiles, 0), pct(tiles, .5), pct(tiles, 1),
+           pct(dur, 0), pct(dur, .1), pct(dur, .5), pct(dur, .9), pct(dur, 1), pct(per_tile, 0), pct(per_tile, .1),
+           pct(per_tile, .5), pct(per_tile, .9), pct(per_tile, 1));
+    std::vector<double> ends, starts, gaps, btiles;
+    for (auto &kv : by_block) {
+        auto &v = kv.second;
+        std::sort(v.begin(), v.end(), [&](int a, int b) { return r[a][0] < r[b][0]; });
+        double g = 0, tt = 0;
+        for (size_t k = 0; k < v.size(); k++) {
+            if (k) g += (double)(r[v[k]][0] - r[v[k - 1]][1]);
+            tt += (double)r[v[k]][3];
+        }
+        starts.push_back((r[v.front()][0] - t0) / 1e3);
+        ends.push_back((r[v.back()][1] - t0) / 1e3);
+        gaps.push_back(g / 1e3);
+        btiles.push_back(tt);
+    }
+    printf("    blocks %zu: first item start min %.1f med %.1f max %.1f; last item end min %.1f p10 %.1f med %.1f p90 %.1f "
+           "max %.1f; tiles per block min %.0f med %.0f max %.0f; gaps between items med %.2f max %.2f us\n",
+           by_block.size(), pct(starts, 0), pct(starts, .5), pct(starts, 1), pct(ends, 0), pct(ends, .1),
+           pct(ends, .5), pct(ends, .9), pct(ends, 1), pct(btiles, 0), pct(btiles, .5), pct(btiles, 1), pct(gaps, .5),
+           pct(gaps, 1));
+    std::vector<std::pair<double, unsigned>> rate;
+    for (auto &kv : by_sm)
+        if (kv.second.second > 0) rate.push_back({kv.second.first / 1e3 / kv.second.second, kv.first});
+    std::sort(rate.begin(), rate.end());
+    if (!rate.empty()) {
+        printf("    SM us/tile (busy / tiles, %zu SMs): fastest", rate.size());
+        for (size_t k = 0; k < rate.size() && k < 4; k++) printf(" %u:%.2f", rate[k].second, rate[k].first);
+        printf(" median %.2f slowest", rate[rate.size() / 2].first);
+        for (size_t k = rate.size() > 6 ? rate.size() - 6 : 0; k < rate.size(); k++)
+            printf(" %u:%.2f", rate[k].second, rate[k].first);
+        printf("\n");
+    }
+}
+#endif
 static void bench() {
     const double ceil_tb = read_ceiling();
     printf("read ceiling: %.2f TB/s\n", ceil_tb);
@@ -596,6 +660,7 @@ static void bench() {
                ms * 1e3, tb, 100 * tb / ceil_tb);
         free_problem(P);
     }
+    if (getenv("KVATTN_DEC_ONLY")) return;
     { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
         Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
         P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
@@ -645,6 +710,7 @@ int main(int argc, char **argv) {
     }
     kv_attn_no_sm90 = getenv("KVATTN_NO_SM90") ? 1 : 0;
     kv_attn_dev_pctas = getenv("KVATTN_DEV_PCTAS") ? atoi(getenv("KVATTN_DEV_PCTAS")) : 0;
+    kv_attn_dev_splitx = getenv("KVATTN_DEV_SPLITX") ? atoi(getenv("KVATTN_DEV_SPLITX")) : 1;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
@@ -662,7 +728,8 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "timeline")) { /* per-kernel start / wait / end times of one call (needs -DKVATTN_TIMELINE) */
 #ifdef KVATTN_TIMELINE
         struct Case { const char *name; int B, L, page, inflight; } cases[] = {
-            {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 8x8192 p16", 8, 8192, 16, 0},
+            {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 64x4096 contig", 64, 4096, 0, 0},
+            {"decode 8x8192 p16", 8, 8192, 16, 0}, {"decode 8x8192 contig", 8, 8192, 0, 0},
             {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x64 p16", 1, 64, 16, 0},
             {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
         for (auto &c : cases) {
@@ -715,6 +782,7 @@ int main(int argc, char **argv) {
                            t[1][10] / (double)t[1][7], t[1][11] / (double)t[1][7], t[1][14] / (double)t[1][7],
                            t[1][15] / (double)t[1][7], t[1][12] / (double)t[1][7]);
                 printf("\n");
+                if (rep == 3) item_report(1, t[2][7], t0);
             }
             free_problem(P);
         }

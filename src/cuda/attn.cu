@@ -38,6 +38,7 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 #ifdef KVATTN_DEV_VARIANTS
 int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
 int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
+int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
 #endif
 #ifndef KVATTN_SM90A
 #define KVATTN_SM90A 0
@@ -80,6 +81,9 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
         /* the scheduler aims at W / chunk <= KV_SPLIT_PIECES_PER_CTA * 2 * num_sms chunks; a split tile has
          * fewer than 2 * ktiles / chunk pieces, so pieces < 2 * KV_SPLIT_PIECES_PER_CTA * 2 * num_sms */
         extra_items = 2 * KV_SPLIT_PIECES_PER_CTA * 2 * (int64_t)num_sms;
+#ifdef KVATTN_DEV_VARIANTS
+        extra_items *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
+#endif
         part_rows = extra_items * KV_MAX_TILE_ROWS;
         if (rows_q * H * pmax < part_rows) part_rows = rows_q * H * pmax;
     }
@@ -221,6 +225,9 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     kv_attn_args a = *args;
     a.grid_ctas = dev->num_sms * per_dec;
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
+#ifdef KVATTN_DEV_VARIANTS
+    a.split_blocks *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
+#endif
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */

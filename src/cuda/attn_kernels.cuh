@@ -743,10 +743,16 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const int32_t j = kt * KV_BN + orr;
             return ra.table && kt < kt_end && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
         };
-        auto row_address = [&](int32_t kt, int slot, int32_t page) {
+        auto tile_row_address = [&](int32_t kt, int32_t page) -> uint64_t {
             const int32_t j = kt * KV_BN + orr;
-            s_addr[slot][orr][owhich] = kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
+            return kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
         };
+        auto row_address = [&](int32_t kt, int slot, int32_t page) -> uint64_t {
+            const uint64_t ad = tile_row_address(kt, page);
+            s_addr[slot][orr][owhich] = ad;
+            return ad;
+        };
+
         /* thread tid copies chunk tid % CH of rows tid / CH + k * RSTEP when CH divides the block (DP 32, 64,
          * 128, 256: one channel and fixed smem / s_addr steps for every k), else chunk e % CH of row e / CH */
         constexpr bool EVEN = KV_THREADS % CH == 0;
@@ -1160,6 +1166,15 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
+#ifdef KVATTN_TIMELINE
+        if (threadIdx.x == 0 && idx < KV_TL_ITEMS) {
+            unsigned long long *r = kv_tl_items[DECODE ? 1 : 0][idx];
+            r[0] = t_item;
+            r[1] = KV_TL_NOW();
+            r[2] = ((unsigned long long)kv_smid() << 32) | blockIdx.x;
+            r[3] = (unsigned long long)((it.khi - it.klo + KV_BN - 1) / KV_BN);
+        }
+#endif
     }
     KV_TL(DECODE ? 2 : 1, 3, Min);
     KV_TL(DECODE ? 2 : 1, 4, Max);

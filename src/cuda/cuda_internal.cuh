@@ -58,6 +58,14 @@ static __device__ __forceinline__ unsigned long long kv_gtime() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+#define KV_TL_ITEMS 8192
+__device__ unsigned long long kv_tl_items[2][KV_TL_ITEMS][4]; /* per item of list [decode]: start, end ns, smid << 32 |
+                                                               * block, key tiles */
+static __device__ __forceinline__ unsigned kv_smid() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+    return r;
+}
 #define KV_TL(k, slot, op) \
     do { if (threadIdx.x == 0) atomic##op(&kv_tl[k][slot], kv_gtime()); } while (0)
 #define KV_TL_NOW() kv_gtime()
