@@ -360,6 +360,7 @@ int main(int argc, char **argv) {
             {"cp2 (plain)", 2, 0, 2}, {"cp3 (.ca)", 3, 0, 2},     {"cp0 h-major", 0, 1, 2},
             {"bulk rows", 10, 0, 2},  {"tma box64", 11, 64, 2},   {"tma box16", 12, 16, 2},
             {"reg ldg+sts", 13, 0, 3}, {"tma box64 1/SM", 11, 64, 1}, {"tma box16 1/SM", 12, 16, 1},
+            {"cp1 all-heads", 1, 2, 2}, {"cp3 .ca all-hd", 3, 2, 2}, {"cp1 again", 1, 0, 2},
         };
         double seq_tbs = 0;
         for (const variant &v : vs) {
@@ -380,11 +381,15 @@ int main(int argc, char **argv) {
                 } else if (v.kind == 0) {
                     k_cp<0><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 1) {
-                    k_cp<1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                    shape s2 = s; /* all heads: as many items as the per-head orders (runs of S / (splits HK) tokens) */
+                    if (v.order == 2) s2.splits *= HK;
+                    k_cp<1><<<grid, THREADS, smem>>>(s2, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 2) {
                     k_cp<2><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 3) {
-                    k_cp<3><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                    shape s2 = s;
+                    if (v.order == 2) s2.splits *= HK;
+                    k_cp<3><<<grid, THREADS, smem>>>(s2, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 10) {
                     k_bulk<0><<<grid, THREADS, smem_bulk>>>(s, 0, kc + c, vc + c, km, vm, out);
                 } else if (v.kind == 11 || v.kind == 12) {
