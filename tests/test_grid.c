@@ -18,6 +18,10 @@ static int rand_len(const int *list, int n) {
 
 /* Builds one random case into P (for P->backend) from the generator's current state; *desc gets a one-line
  * description. Returns 0 if built, 1 if the case does not fit the time budget (caller draws again). */
+/* When set: the batch's query lengths (varlen, 4 query heads per kv head); everything else drawn as usual. */
+static const int *g_force_nq;
+static int g_force_b;
+
 static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budget) {
     static const int head_dims[] = {32, 59, 64, 80, 128, 256};
     static const int dtypes[] = {KVATTN_F32, KVATTN_F16, KVATTN_BF16};
@@ -30,9 +34,10 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     const int D = kvt_pick(head_dims, 6);
     const int dt = kvt_pick(dtypes, 3);
     const int es = kvref_dtype_size(dt);
-    const int Hk = kvt_randint(1, 3), group = kvt_pick((const int[]){1, 2, 4}, 3), H = Hk * group;
-    const int B = kvt_pick(batches, 7);
-    const int varlen = kvt_randint(0, 9) < 7;
+    const int Hk = kvt_randint(1, 3), group_drawn = kvt_pick((const int[]){1, 2, 4}, 3);
+    const int group = g_force_nq ? 4 : group_drawn, H = Hk * group;
+    const int B_drawn = kvt_pick(batches, 7), B = g_force_nq ? g_force_b : B_drawn;
+    const int varlen = kvt_randint(0, 9) < 7 || g_force_nq;
     const int has_new = kvt_randint(0, 3) > 0;
     const int paged = kvt_randint(0, 1);
     int nq[MAXB], nnew[MAXB], S[MAXB], L[MAXB];
@@ -41,6 +46,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     int64_t cost = 0;
     for (int b = 0; b < B; b++) {
         nq[b] = varlen ? rand_len(qlens, 7) : fixed_q;
+        if (g_force_nq) nq[b] = g_force_nq[b];
         nnew[b] = !has_new ? 0 : varlen ? (kvt_randint(0, 1) ? nq[b] : rand_len(qlens, 7)) : fixed_new;
         S[b] = rand_len(cachelens, 10);
         L[b] = use_leftpad && kvt_randint(0, 2) ? kvt_randint(0, S[b]) : 0;
@@ -422,6 +428,25 @@ int main(void) {
         done++;
         kvt_rng_set(state ^ 0x5DEECE66Dull * (uint64_t)(done + 1)); /* next case draws from fresh state */
     }
+    /* varlen calls with no more query rows than sequences run the decode kernel first (attn.cu, launch_fast); these
+     * also have a sequence of 5 - 8 queries (20 - 32 packed rows: prefill items), computed after the decode items */
+    static const int force[4][7] = {{5, 0, 0, 0, 0, 5}, {6, 0, 0, 5, 0, 0, 0}, {6, 0, 0, 0, 0, 0, 6},
+                                    {5, 1, 0, 0, 0, 1}};
+    int forced = 0;
+    for (int f = 0; f < 4; f++)
+        for (int rep = 0, tries = 0; rep < (quick ? 2 : 6) && tries < 10000; tries++) {
+            g_force_nq = force[f] + 1;
+            g_force_b = force[f][0];
+            const uint64_t state = kvt_rand_u64();
+            int built;
+            run_case(KVATTN_BACKEND_CPU, state, budget, &built);
+            if (!built) continue; /* over the budget: draw again */
+            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &built);
+            rep++;
+            forced++;
+        }
+    g_force_nq = NULL;
+    if (forced != 4 * (quick ? 2 : 6)) kvt_note_failure("decode-first cases: built %d of %d", forced, 4 * (quick ? 2 : 6));
     if (cuda) printf("CUDA: %d cases skipped (fp32 or unsupported head dim)\n", cuda_skipped);
     return kvt_finish();
 }

@@ -239,6 +239,26 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
     const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
     const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
+    /* decode-first order: a varlen call with no more query rows than sequences is (almost surely) a decode step,
+     * whose prefill list is empty; the prefill kernel then runs after the decode kernel (its blocks start as the
+     * decode blocks end, find no item and exit) instead of delaying the decode kernel's start by ~1.5 us. Any
+     * prefill items of such a call are still computed, only later. Otherwise the prefill kernel goes first (the
+     * inflight step: long prompts first, decode blocks fill the SMs they leave). */
+    if (max_rows > KV_DECODE_ROWS && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch) {
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
+                                    dev->pdl, *p, a));
+        a.no_wait = KV_NO_WAIT_PREFILL;
+        if (pl->sm90) {
+            kv_item_list list;
+            list.items = a.pitems;
+            list.count = &a.hdr->n_pitems;
+            list.counter = &a.hdr->pitem_counter;
+            return launch_sm90<T, DP>(p, &a, list, dev, stream);
+        }
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
+                                    stream, dev->pdl, *p, a));
+        return KVATTN_OK;
+    }
     if (max_rows > KV_DECODE_ROWS && pl->sm90) {
         kv_item_list list;
         list.items = a.pitems;
@@ -252,7 +272,7 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     }
     /* after a prefill kernel (launched above: it waited for the whole chain before its trigger), the decode
      * kernel runs alongside it instead of after it (see kv_attn_kernel) */
-    a.decode_no_wait = max_rows > KV_DECODE_ROWS && dev->overlap;
+    a.no_wait = max_rows > KV_DECODE_ROWS && dev->overlap ? KV_NO_WAIT_DECODE : 0;
     KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
                                 dev->pdl, *p, a));
     return KVATTN_OK;
@@ -335,7 +355,7 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
     args->grid_ctas = args->split_blocks = 0; /* set per variant */
     args->prefill_rows = pl->prefill_rows;
     args->dp = pl->dp;
-    args->decode_no_wait = args->fused_check = 0;
+    args->no_wait = args->fused_check = 0;
 }
 
 /* The scheduler's block also runs the checks (kv_check_seq, then every live page slot of the batch as one flat

@@ -16,6 +16,8 @@
 #define KV_PREFILL_ROWS 64    /* packed rows of a prefill item of the mma.sync kernel: 16 per warp */
 #define KV_MAX_TILE_ROWS 128  /* packed rows of the tallest item of any variant (workspace bounds) */
 #define KV_THREADS 128
+#define KV_NO_WAIT_DECODE 1  /* kv_attn_args.no_wait bits */
+#define KV_NO_WAIT_PREFILL 2
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
@@ -59,9 +61,10 @@ typedef struct kv_attn_args {
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
     int32_t prefill_rows;  /* packed rows per prefill item of the prefill kernel variant (<= KV_MAX_TILE_ROWS) */
     int32_t dp;
-    /* 1: the decode kernel follows the prefill kernel of the same call (PDL) and does not wait for it (see
-     * kv_attn_kernel); 0: it waits for its predecessor */
-    int32_t decode_no_wait;
+    /* bit 0 (KV_NO_WAIT_DECODE): the decode kernel follows the prefill kernel of the same call (PDL) and does not wait
+     * for it (see kv_attn_kernel); bit 1 (KV_NO_WAIT_PREFILL): the prefill kernel follows the decode kernel
+     * (decode-first order, see launch_fast) and does not wait for it, by the same argument; else a kernel waits */
+    int32_t no_wait;
     int32_t fused_check; /* 1: the scheduler runs the checks of every sequence first (no check kernel) */
 } kv_attn_args;
 
@@ -318,6 +321,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     /* per-sequence facts of the item pass, in smem when B <= KV_SCHED_SEQS (else re-read from global memory):
      * first tile, queries (0: skipped) and key count */
     __shared__ int32_t s_pre[KV_SCHED_SEQS + 1], s_nq[KV_SCHED_SEQS], s_sk[KV_SCHED_SEQS];
+    __shared__ int8_t s_ok[KV_SCHED_SEQS]; /* the final ok flags (B <= KV_SCHED_SEQS) */
     __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
     __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
     __shared__ int32_t s_nbig;
@@ -376,11 +380,11 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             for (int k = 0; k < 8; k++)
                 if (bb[k] >= 0 && (pg[k] < 0 || pg[k] >= p.num_pages)) atomicOr(&s_sk[bb[k]], KVATTN_FLAG_PAGE_INDEX);
         }
-        __syncthreads();
-        for (int b = tid; b < B; b += KV_SCHED_THREADS) ((int8_t *)a.seq_ok)[b] = (int8_t)s_sk[b];
-        /* kv_finalize_block reads the flags after its first barrier */
+        /* kv_finalize_block reads the flags (s_sk) after its first barrier */
     }
-    kv_finalize_block(B, (int8_t *)a.seq_ok, a.status); /* ends with a block barrier */
+    const bool cached = B <= KV_SCHED_SEQS;
+    kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, a.fused_check ? s_sk : NULL, s_ok,
+                      cached ? B : 0); /* ends with a block barrier */
     KV_TL(0, 5, Max);
     if (tid == 0) {
         s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
@@ -390,14 +394,13 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __syncthreads();
 
     /* 1. tiles per sequence, scanned */
-    const bool cached = B <= KV_SCHED_SEQS;
     int32_t *pre = cached ? s_pre : a.tile_prefix;
     const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
     const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
     int32_t my_tiles = 0;
     unsigned long long my_work = 0;
     for (int b = b_begin; b < b_end; b++) {
-        const bool ok = a.seq_ok[b];
+        const bool ok = cached ? s_ok[b] : a.seq_ok[b];
         const kv_seq s = kv_seq_get(&p, b);
         const int32_t rows = ok ? kv_seq_rows(p, s, G) : 0;
         if (cached) {
@@ -438,12 +441,12 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     const int32_t total_tiles = s_total;
 
     /* 2. the auto chunk (KV tiles per piece) */
-    int64_t chunk = KV_MIN_CHUNK_TILES;
+    int32_t chunk = KV_MIN_CHUNK_TILES; /* int32 (clamped): the item pass divides by it (64-bit divisions are calls) */
     {
-        const int64_t w = (int64_t)s_work;
-        const int64_t n = (int64_t)KV_SPLIT_PIECES_PER_CTA * a.split_blocks;
-        const int64_t c = (w + n - 1) / n;
-        if (c > chunk) chunk = c;
+        const unsigned long long w = s_work;
+        const unsigned long long n = (unsigned long long)KV_SPLIT_PIECES_PER_CTA * (unsigned)max(a.split_blocks, 1);
+        const unsigned long long c = w + n - 1 <= 0xffffffffull ? (unsigned)(w + n - 1) / (unsigned)n : (w + n - 1) / n;
+        if (c > (unsigned long long)chunk) chunk = c > 0x7fffffffull ? 0x7fffffff : (int32_t)c;
     }
 
     /* 3. items in descending piece length (what a greedy list schedule needs to keep the tail short): pass 0
@@ -489,17 +492,18 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                     const int32_t s_k = s.S + s.n_new - s.L;
                     int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
                     if (p.num_splits > 1 && nb > p.num_splits)
-                        nb = (int32_t)kv_ceil_div64(nb, p.num_splits);
+                        nb = nb / p.num_splits + (nb % p.num_splits != 0);
                     else
                         nb = 1;
                     tp.inv_block = nb * KV_INV_SPLIT_KEYS;
                     tp.npieces = (int32_t)((kr.hi - 1) / tp.inv_block - kr.lo / tp.inv_block + 1);
                 }
-            } else if (ktiles > chunk) {
-                int64_t n = kv_ceil_div64(ktiles, chunk);
+            } else if (ktiles > chunk) { /* 32-bit: ktiles <= 2^25 + 1, n >= 2, so span fits */
+                int32_t n = ktiles / chunk + (ktiles % chunk != 0);
                 if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
-                tp.span = (int32_t)kv_ceil_div64(ktiles, n) * KV_BN;
-                tp.npieces = (int32_t)kv_ceil_div64((int64_t)ktiles * KV_BN, tp.span);
+                const int32_t span_t = ktiles / n + (ktiles % n != 0); /* tiles per piece */
+                tp.span = span_t * KV_BN;
+                tp.npieces = ktiles / span_t + (ktiles % span_t != 0);
             }
         }
         tp.bucket = min((ktiles + tp.npieces - 1) / tp.npieces, KV_SCHED_BUCKETS - 1);
@@ -510,10 +514,16 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     /* both passes go over the tiles a warp at a time (lane = tile), so that reservations are warp-aggregated:
      * one smem atomic per (warp, counter), not one per tile (same-address atomics serialize) */
     auto tile_key = [&](const tile_plan &tp) { return (tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket; };
+    /* with at most one tile per thread (the common case) pass 1 reuses pass 0's plan from registers */
+    const bool one_round = total_tiles <= KV_SCHED_THREADS;
+    tile_plan tp_kept = {};
+    bool v_kept = false;
     for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
         tile_plan tp = {};
         const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
         kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, v ? tp.npieces * Hk : 0, lane);
+        tp_kept = tp;
+        v_kept = v;
     }
     __syncthreads();
     if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
@@ -540,8 +550,12 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __syncthreads();
     KV_TL(0, 7, Max);
     for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
-        tile_plan tp = {};
-        const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
+        tile_plan tp = tp_kept;
+        bool v = v_kept;
+        if (!one_round) {
+            tp = tile_plan{};
+            v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
+        }
         const bool dec = tp.rows <= KV_DECODE_ROWS;
         const int32_t n = v ? tp.npieces * Hk : 0;
         const int32_t first = kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, n, lane);
@@ -1135,12 +1149,13 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
     __shared__ int s_item, s_flag;
     /* Waits for the items (scheduler) and the appended rows (append kernel). The decode kernel that follows the
-     * prefill kernel of the same call (a.decode_no_wait) does not wait for it: it needs nothing the prefill
+     * prefill kernel of the same call (KV_NO_WAIT_DECODE) does not wait for it: it needs nothing the prefill
      * kernel writes, and it is dispatched only once every prefill block has passed its own wait, i.e. after the
-     * scheduler and the append kernel completed; so its blocks take the SMs that prefill blocks leave. Whatever
-     * this call's earlier kernels wrote is then read from L2 (__ldcg), never from a possibly stale L1 line. */
+     * scheduler and the append kernel completed; so its blocks take the SMs that prefill blocks leave. The same
+     * holds for a prefill kernel after the decode kernel (KV_NO_WAIT_PREFILL, decode-first order). Whatever this
+     * call's earlier kernels wrote is then read from L2 (__ldcg), never from a possibly stale L1 line. */
     KV_TL(DECODE ? 2 : 1, 0, Min);
-    if (!(DECODE && a.decode_no_wait)) kv_grid_wait();
+    if (!(a.no_wait & (DECODE ? KV_NO_WAIT_DECODE : KV_NO_WAIT_PREFILL))) kv_grid_wait();
     KV_TL(DECODE ? 2 : 1, 1, Min);
     KV_TL(DECODE ? 2 : 1, 2, Max);
     kv_grid_launch_dependents();

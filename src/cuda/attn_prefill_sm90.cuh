@@ -607,16 +607,24 @@ __global__ void __launch_bounds__(256, 1)
     const uint32_t sbase = (kv_smem_u32(kv_sm90_smem) + 1023u) & ~1023u;
     __shared__ int s_flag;
     KV_TL(1, 0, Min);
-    kv_grid_wait(); /* items (scheduler) and appended rows (append kernel): PDL, see cuda_internal.cuh */
+    /* items (scheduler) and appended rows (append kernel): PDL, see cuda_internal.cuh; after the decode kernel of
+     * the same call (a.no_wait & KV_NO_WAIT_PREFILL) no wait, as in kv_attn_kernel: the list is read from L2 */
+    if (!(a.no_wait & KV_NO_WAIT_PREFILL)) kv_grid_wait();
     KV_TL(1, 1, Min);
     KV_TL(1, 2, Max);
     kv_grid_launch_dependents();
-    const int count = *list.count;
+    const int count = __ldcg(list.count);
     if (threadIdx.x == 0) s_item = atomicAdd(list.counter, 1);
     __syncthreads();
     int idx = s_item;
     while (idx < count) {
-        const kv_item it = list.items[idx];
+        kv_item it;
+        {
+            const int4 *src = (const int4 *)(list.items + idx);
+            const int4 lo = __ldcg(src), hi = __ldcg(src + 1);
+            it.b = lo.x; it.kv_head = lo.y; it.row0 = lo.z; it.nrows = lo.w;
+            it.klo = hi.x; it.khi = hi.y; it.part = hi.z; it.comb = hi.w;
+        }
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
         const unsigned long long t_item = KV_TL_NOW();

@@ -168,7 +168,11 @@ static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b
  * It rewrites the whole record on every call, so nothing has to be reset before it. Used by backend.cu's
  * finalize kernel and by attn.cu's scheduler, which runs it first (one launch less). */
 #ifdef __CUDACC__
-static __device__ __forceinline__ void kv_finalize_block(int B, int8_t *seq_ok, kvattn_device_status *status) {
+/* flags: the check flags in smem when the caller has them there (the scheduler's fused check; else NULL: read from
+ * seq_ok); ok_out: if not NULL, the final ok of b < ok_n also into this smem array (saves the caller a re-read). */
+static __device__ __forceinline__ void kv_finalize_block(int B, int8_t *seq_ok, kvattn_device_status *status,
+                                                         const int32_t *flags = NULL, int8_t *ok_out = NULL,
+                                                         int ok_n = 0) {
     __shared__ int s_or, s_count, s_first;
     if (threadIdx.x == 0) {
         s_or = 0;
@@ -177,7 +181,7 @@ static __device__ __forceinline__ void kv_finalize_block(int B, int8_t *seq_ok, 
     }
     __syncthreads();
     for (int b = threadIdx.x; b < B; b += blockDim.x) {
-        int f = seq_ok[b];
+        int f = flags ? flags[b] : seq_ok[b];
         if (f) {
             atomicOr(&s_or, f);
             atomicAdd(&s_count, 1);
@@ -187,8 +191,10 @@ static __device__ __forceinline__ void kv_finalize_block(int B, int8_t *seq_ok, 
     __syncthreads();
     const int batch_bad = s_or & KVATTN_FLAG_BAD_CU_SEQLENS;
     for (int b = threadIdx.x; b < B; b += blockDim.x) {
-        int f = seq_ok[b]; /* read by this same thread in the first loop; nobody else writes it */
-        seq_ok[b] = (int8_t)(f == 0 && !batch_bad);
+        int f = flags ? flags[b] : seq_ok[b]; /* read by this same thread in the first loop; nobody else writes it */
+        const int8_t ok = (int8_t)(f == 0 && !batch_bad);
+        seq_ok[b] = ok;
+        if (b < ok_n) ok_out[b] = ok;
     }
     if (threadIdx.x == 0) {
         kvattn_device_status st;
