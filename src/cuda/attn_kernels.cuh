@@ -706,6 +706,23 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr bool decode = DECODE;
         const int tile_rows = decode ? KV_DECODE_ROWS : KV_PREFILL_ROWS;
 
+        /* 0. the KV rows' addressing, and the block-table entries of the first NS + 1 tiles read now, all at once
+         * and before the Q tile's loads, so that their latencies overlap (resolved in a loop after the Q stores,
+         * they were three dependent round trips per paged item: attn_notes.md, sixth session) */
+        const int32_t kt_begin = it.klo / KV_BN;
+        const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
+        const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
+        const int orr = tid & (KV_BN - 1), owhich = tid >> 6;
+        kv_row_addresser ra;
+        ra.init(p, b, cache_row, kvh, owhich != 0);
+        auto page_read = [&](int32_t kt) -> int32_t {
+            const int32_t j = kt * KV_BN + orr;
+            return ra.table && kt < kt_end && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
+        };
+        int32_t first_pages[NS + 1];
+#pragma unroll
+        for (int st = 0; st <= NS; st++) first_pages[st] = page_read(kt_begin + st);
+
         /* 1. Q tile */
         {
             const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
@@ -747,16 +764,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * into a register, so neither the table read nor the address math stalls the tile being computed.
          * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). The copy loop
          * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
-        const int32_t kt_begin = it.klo / KV_BN;
-        const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
-        const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
-        const int orr = tid & (KV_BN - 1), owhich = tid >> 6;
-        kv_row_addresser ra;
-        ra.init(p, b, cache_row, kvh, owhich != 0);
-        auto page_read = [&](int32_t kt) -> int32_t {
-            const int32_t j = kt * KV_BN + orr;
-            return ra.table && kt < kt_end && j >= it.klo && j < it.khi ? ra.page(s.L + j) : 0;
-        };
         auto tile_row_address = [&](int32_t kt, int32_t page) -> uint64_t {
             const int32_t j = kt * KV_BN + orr;
             return kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
@@ -796,8 +803,9 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 }
             }
         };
-        for (int st = 0; st < NS; st++) row_address(kt_begin + st, st, page_read(kt_begin + st));
-        int32_t next_page = page_read(kt_begin + NS); /* of the tile whose offsets are resolved next */
+#pragma unroll
+        for (int st = 0; st < NS; st++) row_address(kt_begin + st, st, first_pages[st]);
+        int32_t next_page = first_pages[NS]; /* of the tile whose offsets are resolved next */
         __syncthreads(); /* Q and the first offsets in smem */
         const int wrow0 = decode ? 0 : warp * 16;
         uint32_t qf[DP <= 128 ? DK : 1][4];
