@@ -243,11 +243,12 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * whose prefill list is empty; the prefill kernel then runs after the decode kernel (its blocks start as the
      * decode blocks end, find no item and exit) instead of delaying the decode kernel's start by ~1.5 us. Any
      * prefill items of such a call are still computed, only later. Otherwise the prefill kernel goes first (the
-     * inflight step: long prompts first, decode blocks fill the SMs they leave). */
-    if (max_rows > KV_DECODE_ROWS && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch) {
-        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
-                                    dev->pdl, *p, a));
-        a.no_wait = KV_NO_WAIT_PREFILL;
+     * inflight step: long prompts first, decode blocks fill the SMs they leave). The second kernel of either order
+     * does not wait for the first (see kv_attn_kernel). */
+    const bool both = max_rows > KV_DECODE_ROWS;
+    const bool decode_first = both && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch;
+    auto launch_prefill = [&](int32_t no_wait) -> int {
+        a.no_wait = no_wait;
         if (pl->sm90) {
             kv_item_list list;
             list.items = a.pitems;
@@ -258,24 +259,22 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
         KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
                                     stream, dev->pdl, *p, a));
         return KVATTN_OK;
+    };
+    auto launch_decode = [&](int32_t no_wait) -> int {
+        a.no_wait = no_wait;
+        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
+                                    dev->pdl, *p, a));
+        return KVATTN_OK;
+    };
+    if (decode_first) {
+        st = launch_decode(0);
+        return st != KVATTN_OK ? st : launch_prefill(KV_NO_WAIT_PREFILL);
     }
-    if (max_rows > KV_DECODE_ROWS && pl->sm90) {
-        kv_item_list list;
-        list.items = a.pitems;
-        list.count = &a.hdr->n_pitems;
-        list.counter = &a.hdr->pitem_counter;
-        st = launch_sm90<T, DP>(p, &a, list, dev, stream);
+    if (both) {
+        st = launch_prefill(0);
         if (st != KVATTN_OK) return st;
-    } else if (max_rows > KV_DECODE_ROWS) {
-        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NS, false>, dev->num_sms * per_pre, KV_THREADS, pl->smem,
-                                    stream, dev->pdl, *p, a));
     }
-    /* after a prefill kernel (launched above: it waited for the whole chain before its trigger), the decode
-     * kernel runs alongside it instead of after it (see kv_attn_kernel) */
-    a.no_wait = max_rows > KV_DECODE_ROWS && dev->overlap ? KV_NO_WAIT_DECODE : 0;
-    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
-                                dev->pdl, *p, a));
-    return KVATTN_OK;
+    return launch_decode(both && dev->overlap ? KV_NO_WAIT_DECODE : 0);
 }
 
 template <typename T>
