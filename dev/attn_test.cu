@@ -273,7 +273,9 @@ static void run_attn(Problem &P, int force_v0) {
     }
     kv_attn_force_v0 = force_v0;
     CK(cudaMemcpyAsync(P.dok, P.dflags, P.B, cudaMemcpyDeviceToDevice, 0));
-    int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, 0, 0);
+    /* KVATTN_TL_FUSED: the checks in the scheduler, as kv_cuda_forward does for small batches */
+    const int fused = getenv("KVATTN_TL_FUSED") && !force_v0 ? kv_attn_check_fused(&P.p, &g_dev) : 0;
+    int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, fused, 0);
     if (st == KVATTN_OK) st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
     kv_attn_force_v0 = 0;
     if (st != KVATTN_OK) { fprintf(stderr, "kv_attn_launch failed: %d\n", st); exit(3); }
@@ -727,6 +729,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "timeline")) { /* per-kernel start / wait / end times of one call (needs -DKVATTN_TIMELINE) */
 #ifdef KVATTN_TIMELINE
+        {
+            const int twice = getenv("KVATTN_TL_TWICE") ? 1 : 0; /* times relative to the scheduler's 2nd pass */
+            CK(cudaMemcpyToSymbol(kv_tl_twice, &twice, sizeof twice));
+        }
         struct Case { const char *name; int B, L, page, inflight; } cases[] = {
             {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 64x4096 contig", 64, 4096, 0, 0},
             {"decode 8x8192 p16", 8, 8192, 16, 0}, {"decode 8x8192 contig", 8, 8192, 0, 0},
@@ -744,6 +750,8 @@ int main(int argc, char **argv) {
                     const int s_dec = irand(512, 8192) - 1;
                     P.nq[b] = P.nnew[b] = prompt ? 512 : 1;
                     P.S[b] = prompt ? 0 : s_dec;
+                } else if (getenv("KVATTN_TL_NONEW")) { /* as bench_cuda's decode: no append */
+                    P.nq[b] = 1; P.nnew[b] = 0; P.S[b] = c.L;
                 } else {
                     P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = c.L - 1;
                 }
@@ -755,13 +763,17 @@ int main(int argc, char **argv) {
                 for (int k = 0; k < 3; k++)
                     for (int j = 0; j < 16; j++) init[k][j] = (j == 2 || j == 4 || j >= 5) ? 0ull : ~0ull;
                 CK(cudaMemcpyToSymbol(kv_tl, init, sizeof init));
+                {
+                    long long z[16] = {0};
+                    CK(cudaMemcpyToSymbol(kv_tl_sc, z, sizeof z));
+                }
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
                 CK(cudaDeviceSynchronize());
                 unsigned long long t[3][16];
                 CK(cudaMemcpyFromSymbol(t, kv_tl, sizeof t));
                 if (rep == 0) continue; /* warm-up */
-                const double t0 = (double)t[0][0];
+                const double t0 = getenv("KVATTN_TL_TWICE") ? (double)t[0][14] : (double)t[0][0];
                 printf("%-22s", c.name);
                 const char *kn[3] = {"sched", "prefill", "decode"};
                 for (int k = 0; k < 3; k++) {
@@ -769,8 +781,11 @@ int main(int argc, char **argv) {
                     printf("  %s start %.1f wait %.1f..%.1f end %.1f..%.1f", kn[k], (t[k][0] - t0) / 1e3,
                            (t[k][1] - t0) / 1e3, (t[k][2] - t0) / 1e3, (t[k][3] - t0) / 1e3, (t[k][4] - t0) / 1e3);
                 }
-                printf("  (us)\n    sched phases: finalize %.1f facts+scan %.1f buckets %.1f items %.1f;", (t[0][5] - t0) / 1e3,
-                       (t[0][6] - t0) / 1e3, (t[0][7] - t0) / 1e3, (t[0][8] - t0) / 1e3);
+                long long sc[16];
+                CK(cudaMemcpyFromSymbol(sc, kv_tl_sc, sizeof sc));
+                printf("  (us)\n    sched phases (kcycles): check-seq %.2f check %.2f finalize %.2f facts %.2f facts+scan %.2f pass0 %.2f buckets %.2f pass1 %.2f items %.2f;",
+                       sc[10] / 1e3, sc[9] / 1e3, sc[5] / 1e3, sc[11] / 1e3, sc[6] / 1e3, sc[12] / 1e3, sc[7] / 1e3,
+                       sc[13] / 1e3, sc[8] / 1e3);
                 for (int k = 1; k < 3; k++)
                     if (t[k][7])
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",

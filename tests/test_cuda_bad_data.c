@@ -214,9 +214,46 @@ static void run_reset_case(void) {
     kvt_problem_free(&P);
 }
 
+/* A batch of more than 1024 sequences with small paged caches: the scheduler still runs the checks (B <= 2048,
+ * < 40960 table slots) and then gives each of its threads two sequences. One bad page in the second half. */
+static void run_large_batch_case(int dtype) {
+    enum { BL = 1300 };
+    static int n_q[BL], n_new[BL], S[BL];
+    for (int b = 0; b < BL; b++) {
+        n_q[b] = n_new[b] = b % 97 == 5 ? 3 : 1;
+        S[b] = kvt_randint(0, 200);
+    }
+    const int victim = kvt_randint(1025, BL - 1);
+    kvt_case_begin("batch of %d (two sequences per scheduler thread), bad page in sequence %d, %s", BL, victim,
+                   dtype == KVATTN_BF16 ? "bf16" : "fp16");
+    cu_spec sp = cu_spec_default();
+    sp.dtype = dtype;
+    sp.B = BL;
+    sp.n_q = n_q;
+    sp.n_new = n_new;
+    sp.S = S;
+    kvt_problem P;
+    cu_build(&P, &sp);
+    const int last_slot = (S[victim] + n_new[victim] - 1) / P.ph.page_size;
+    ((int32_t *)P.block_table.host)[(int64_t)victim * P.ph.max_pages_per_seq + last_slot] = P.ph.num_pages;
+    if (kvt_problem_upload(&P, 1) == 0) {
+        kvt_expect e = kvt_expect_ok();
+        e.flag = KVATTN_FLAG_PAGE_INDEX;
+        e.skip_seq = victim;
+        if (kvt_problem_run(&P, e)) {
+            kvt_case_skip("unsupported");
+            kvt_problem_free(&P);
+            return;
+        }
+        cu_sync_ok("after the call");
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+}
+
 int main(void) {
     kvt_init("test_cuda_bad_data");
-    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1;
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
@@ -233,5 +270,6 @@ int main(void) {
         run_status_case(1, dtypes[d]);
     }
     run_reset_case();
+    for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d]);
     return kvt_finish();
 }

@@ -358,7 +358,7 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
 }
 
 /* The scheduler's block also runs the checks (kv_check_seq, then every live page slot of the batch as one flat
- * range, 8 consecutive slots per thread and 8192 per round) when that stays cheap: B <= KV_SCHED_SEQS and, with
+ * range, 8 slots per lane and 8192 per round) when that stays cheap: B <= KV_SCHED_SEQS and, with
  * a block table, at most KV_FUSED_CHECK_SLOTS slots (B x max_pages_per_seq: at most five rounds, fewer for the
  * live slots); otherwise the check kernel (a block per sequence) runs them. Saves the check kernel's launch.
  * Measured (attn_notes.md v18/v19): a pass with a search per slot and 65536 slots made 8x8192 page 1 take 133 us

@@ -23,6 +23,7 @@
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
 #define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
+static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a thread at most two sequences");
 #define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
 
 /* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
@@ -226,56 +227,74 @@ static __device__ __forceinline__ int32_t kv_block_excl_scan(int32_t v, int32_t 
 typedef struct kv_sched_tile {
     int32_t b, row0, nrows, klo, khi, span, inv_block, npieces, first, part_base, comb0, dec;
 } kv_sched_tile;
+#define KV_CHECK_U 8 /* fused check: table slots per lane and round (a round: 8192 slots) */
 #define KV_SCHED_OWN_ITEMS 16 /* a tile with more items is written by the whole block (queue of KV_SCHED_BIG) */
 #define KV_SCHED_BIG 64
-/* Writes items e = i0, i0 + di, ... of tile q (and its combine tasks likewise). */
+/* Piece k of kv head kh of tile q, and (split tiles) that kv head's combine task. */
+static __device__ __forceinline__ kv_combine kv_sched_combine(const kv_sched_tile &q, int kh) {
+    kv_combine cb;
+    cb.b = q.b;
+    cb.kv_head = kh;
+    cb.row0 = q.row0;
+    cb.nrows = q.nrows;
+    cb.part_base = q.part_base + kh * q.npieces * q.nrows;
+    cb.nsplit = q.npieces;
+    cb.pad0 = cb.pad1 = 0;
+    return cb;
+}
+static __device__ __forceinline__ kv_item kv_sched_item(const kv_sched_tile &q, int kh, int32_t k) {
+    const int32_t comb = q.comb0 >= 0 ? q.comb0 + kh : -1;
+    kv_item it;
+    it.b = q.b;
+    it.kv_head = kh;
+    it.row0 = q.row0;
+    it.nrows = q.nrows;
+    if (q.npieces == 1) {
+        it.klo = q.klo;
+        it.khi = q.khi;
+    } else if (q.inv_block) {
+        const int32_t blk = q.klo / q.inv_block + k;
+        it.klo = max(q.klo, blk * q.inv_block);
+        it.khi = min(q.khi, (blk + 1) * q.inv_block);
+    } else {
+        const int32_t base = (q.klo / KV_BN) * KV_BN;
+        it.klo = max(q.klo, base + k * q.span);
+        it.khi = min(q.khi, base + (k + 1) * q.span);
+    }
+    it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
+    it.comb = comb;
+    if (comb < 0 && q.npieces > 1) { /* no combine slot: piece 0 carries the whole tile */
+        it.klo = q.klo;
+        it.khi = k == 0 ? q.khi : q.klo;
+        it.nrows = k == 0 ? q.nrows : 0;
+    }
+    return it;
+}
+/* Writes items e = i0, i0 + di, ... of tile q (item e: kv head e / npieces, piece e % npieces) and its combine
+ * tasks likewise: a lane its own tile (i0 = 0, di = 1). */
 static __device__ __forceinline__ void kv_sched_write_tile(const kv_attn_args &a, const kv_sched_tile &q, int Hk,
                                                            int i0, int di) {
     kv_item *list = q.dec ? a.items : a.pitems;
     if (q.comb0 >= 0) {
         for (int kh = i0; kh < Hk; kh += di) {
-            kv_combine cb;
-            cb.b = q.b;
-            cb.kv_head = kh;
-            cb.row0 = q.row0;
-            cb.nrows = q.nrows;
-            cb.part_base = q.part_base + kh * q.npieces * q.nrows;
-            cb.nsplit = q.npieces;
-            cb.pad0 = cb.pad1 = 0;
-            a.combine[q.comb0 + kh] = cb;
+            a.combine[q.comb0 + kh] = kv_sched_combine(q, kh);
             a.comb_done[q.comb0 + kh] = 0;
         }
     }
-    for (int32_t e = i0; e < q.npieces * Hk; e += di) { /* item e = (kv head e / npieces, piece e % npieces) */
+    for (int32_t e = i0; e < q.npieces * Hk; e += di) {
         const int kh = e / q.npieces;
-        const int32_t k = e - kh * q.npieces;
-        const int32_t comb = q.comb0 >= 0 ? q.comb0 + kh : -1;
-        kv_item it;
-        it.b = q.b;
-        it.kv_head = kh;
-        it.row0 = q.row0;
-        it.nrows = q.nrows;
-        if (q.npieces == 1) {
-            it.klo = q.klo;
-            it.khi = q.khi;
-        } else if (q.inv_block) {
-            const int32_t blk = q.klo / q.inv_block + k;
-            it.klo = max(q.klo, blk * q.inv_block);
-            it.khi = min(q.khi, (blk + 1) * q.inv_block);
-        } else {
-            const int32_t base = (q.klo / KV_BN) * KV_BN;
-            it.klo = max(q.klo, base + k * q.span);
-            it.khi = min(q.khi, base + (k + 1) * q.span);
-        }
-        it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
-        it.comb = comb;
-        if (comb < 0 && q.npieces > 1) { /* no combine slot: piece 0 carries the whole tile */
-            it.klo = q.klo;
-            it.khi = k == 0 ? q.khi : q.klo;
-            it.nrows = k == 0 ? q.nrows : 0;
-        }
-        list[q.first + e] = it;
+        list[q.first + e] = kv_sched_item(q, kh, e - kh * q.npieces);
     }
+}
+/* Item e of tile q and, for piece 0 of a split tile, that kv head's combine task (the block-wide flat pass). */
+static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a, const kv_sched_tile &q, int32_t e) {
+    const int kh = e / q.npieces;
+    const int32_t k = e - kh * q.npieces;
+    if (q.comb0 >= 0 && k == 0) {
+        a.combine[q.comb0 + kh] = kv_sched_combine(q, kh);
+        a.comb_done[q.comb0 + kh] = 0;
+    }
+    (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item(q, kh, k);
 }
 
 /* Reservation of cnt slots from counters[key] (key -1: none), called by every lane of a warp. When all lanes
@@ -324,7 +343,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ int8_t s_ok[KV_SCHED_SEQS]; /* the final ok flags (B <= KV_SCHED_SEQS) */
     __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
     __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
-    __shared__ int32_t s_nbig;
+    __shared__ int32_t s_nbig, s_bigpre[KV_SCHED_BIG + 1]; /* their count; exclusive prefix of their item counts */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
     KV_TL(0, 0, Min);
@@ -332,16 +351,30 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     KV_TL(0, 1, Min);
     KV_TL(0, 2, Max);
     kv_grid_launch_dependents();
+#ifdef KVATTN_TIMELINE
+    for (int tl_rep = 0; tl_rep < 1 + kv_tl_twice; tl_rep++) { /* dev: a second pass with warm caches */
+    if (kv_tl_twice && !a.fused_check) /* the second pass sees the check kernel's flags again */
+        for (int b = tid; b < B && b < 4096; b += KV_SCHED_THREADS) {
+            if (tl_rep == 0) kv_tl_flags[b] = a.seq_ok[b];
+            else ((int8_t *)a.seq_ok)[b] = kv_tl_flags[b];
+        }
+    __syncthreads();
+    KV_TL(0, 14, Max);
+    const long long tl_c0 = clock64();
+#endif
     if (a.fused_check) {
         /* the check kernel's work, for a batch small enough for this block (B <= KV_SCHED_SEQS, few page slots):
-         * per-sequence checks (thread t: sequences 2t, 2t + 1), a block scan of each sequence's page-slot count,
-         * then the slots of all sequences as one flat range, 8 table reads in flight per thread. Smem reused
-         * here and filled again after the finalize step: s_sk = flags, s_nq = first slot, s_pre = slot prefix */
+         * per-sequence checks (thread t: sequence t, or 2t and 2t + 1 when B > threads), a block scan of each
+         * sequence's page-slot count,
+         * then the slots of all sequences as one flat range, KV_CHECK_U coalesced table reads in flight per lane.
+         * Smem reused here and filled again after the finalize step: s_sk = flags, s_nq = first slot, s_pre = slot
+         * prefix */
         int32_t cnt[2] = {0, 0};
+        const int per = B > KV_SCHED_THREADS ? 2 : 1; /* sequences per thread (B <= KV_SCHED_SEQS = 2 x threads) */
 #pragma unroll
         for (int k = 0; k < 2; k++) {
-            const int b = 2 * tid + k;
-            if (b < B) {
+            const int b = per * tid + k;
+            if (k < per && b < B) {
                 int32_t lo, hi;
                 s_sk[b] = kv_check_seq(p, b, &lo, &hi);
                 s_nq[b] = lo;
@@ -350,42 +383,64 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
         {
             const int32_t base = kv_block_excl_scan(cnt[0] + cnt[1], s_scan, &s_total);
-            if (2 * tid < B) s_pre[2 * tid] = base;
-            if (2 * tid + 1 < B) s_pre[2 * tid + 1] = base + cnt[0];
+            if (per * tid < B) s_pre[per * tid] = base;
+            if (per == 2 && 2 * tid + 1 < B) s_pre[2 * tid + 1] = base + cnt[0];
             if (tid == 0) s_pre[B] = s_total;
         }
         __syncthreads();
+        KV_TLS(10); /* the fused check's per-sequence part */
         const int32_t total_slots = s_total;
-        /* a round: thread t reads the 8 consecutive slots from 8 (round * threads + t); one search per round */
-        for (int32_t f0 = 8 * tid; f0 < total_slots; f0 += 8 * KV_SCHED_THREADS) {
-            int lo = 0, hi = B; /* the last sequence whose slots start at or before f0 */
+        /* a round: warp w takes the KV_CHECK_U * 32 consecutive slots from (round * warps + w) * 32 * KV_CHECK_U,
+         * lane l the slots base + l + 32 j (j < KV_CHECK_U): each table read of a warp covers 32 consecutive
+         * entries (coalesced), and all KV_CHECK_U reads of a lane are issued before any is checked. (Thread-
+         * contiguous runs of 8 slots made each warp read touch 32 sectors; with 16384 slots the two rounds took
+         * ~5 us of the scheduler: attn_notes.md, seventh session.) */
+        constexpr int U = KV_CHECK_U;
+        auto seq_of = [&](int32_t f) { /* the last sequence whose slots start at or before f */
+            int lo = 0, hi = B;
             while (hi - lo > 1) {
                 const int mid = (lo + hi) >> 1;
-                if (s_pre[mid] <= f0) lo = mid; else hi = mid;
+                if (s_pre[mid] <= f) lo = mid; else hi = mid;
             }
-            int32_t pg[8], bb[8];
-            int b = lo;
+            return lo;
+        };
+        for (int32_t base = (tid >> 5) * 32 * U; base < total_slots; base += KV_SCHED_THREADS * U) {
+            const int32_t f0 = base + (tid & 31);
+            int b = seq_of(min(f0, total_slots - 1));
+            int32_t pg[U];
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const int32_t f = f0 + k;
-                bb[k] = -1;
-                pg[k] = 0;
+            for (int j = 0; j < U; j++) {
+                const int32_t f = f0 + 32 * j;
+                pg[j] = 0;
                 if (f < total_slots) {
                     while (s_pre[b + 1] <= f) b++; /* next sequence with slots (s_pre[B] = total > f) */
-                    bb[k] = b;
-                    pg[k] = p.block_table[(int64_t)b * p.block_table_batch_stride + s_nq[b] + (f - s_pre[b])];
+                    pg[j] = p.block_table[(int64_t)b * p.block_table_batch_stride + s_nq[b] + (f - s_pre[b])];
                 }
             }
+            unsigned bad = 0;
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                if (bb[k] >= 0 && (pg[k] < 0 || pg[k] >= p.num_pages)) atomicOr(&s_sk[bb[k]], KVATTN_FLAG_PAGE_INDEX);
+            for (int j = 0; j < U; j++)
+                if (f0 + 32 * j < total_slots && (pg[j] < 0 || pg[j] >= p.num_pages)) bad |= 1u << j;
+            if (bad) { /* rare: walk again for the sequences of the bad slots */
+                b = seq_of(min(f0, total_slots - 1));
+                for (int j = 0; j < U; j++) {
+                    const int32_t f = f0 + 32 * j;
+                    if (f >= total_slots) break;
+                    while (s_pre[b + 1] <= f) b++;
+                    if ((bad >> j) & 1u) atomicOr(&s_sk[b], KVATTN_FLAG_PAGE_INDEX);
+                }
+            }
         }
         /* kv_finalize_block reads the flags (s_sk) after its first barrier */
     }
+#ifdef KVATTN_TIMELINE
+    __syncthreads();
+    KV_TLS(9); /* the fused check's end */
+#endif
     const bool cached = B <= KV_SCHED_SEQS;
     kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, a.fused_check ? s_sk : NULL, s_ok,
                       cached ? B : 0); /* ends with a block barrier */
-    KV_TL(0, 5, Max);
+    KV_TLS(5);
     if (tid == 0) {
         s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
         s_items_cut = s_pitems_cut = 0x7fffffff;
@@ -413,6 +468,10 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         my_tiles += tiles;
         my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
     }
+#ifdef KVATTN_TIMELINE
+    __syncthreads();
+    KV_TLS(11); /* the facts loop */
+#endif
     /* the block's work (one 64-bit smem atomic per warp: they serialize), then the exclusive scan of my_tiles */
     const int lane = tid & 31, wid = tid >> 5;
 #pragma unroll
@@ -437,7 +496,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     }
     __threadfence_block();
     __syncthreads();
-    KV_TL(0, 6, Max);
+    KV_TLS(6);
     const int32_t total_tiles = s_total;
 
     /* 2. the auto chunk (KV tiles per piece) */
@@ -526,6 +585,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         v_kept = v;
     }
     __syncthreads();
+    KV_TLS(12); /* pass 0 */
     if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
                        * owns the 8 buckets 255 - 8l ... 248 - 8l */
         constexpr int PER = KV_SCHED_BUCKETS / 32;
@@ -548,7 +608,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
     }
     __syncthreads();
-    KV_TL(0, 7, Max);
+    KV_TLS(7);
     for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
         tile_plan tp = tp_kept;
         bool v = v_kept;
@@ -599,9 +659,35 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
     }
     __syncthreads();
-    for (int q = 0; q < min(s_nbig, KV_SCHED_BIG); q++) kv_sched_write_tile(a, s_big[q], Hk, tid, KV_SCHED_THREADS);
+    KV_TLS(13); /* pass 1 */
+    /* the queued tiles' items as one flat range over the whole block (a loop over the tiles, each written by the
+     * block, made 8x8192 spend ~3 us here: one dependent round of index math and stores per tile) */
+    const int nbig = min(s_nbig, KV_SCHED_BIG);
+    if (nbig > 0) {
+        if (wid == 0) {
+            int32_t acc = 0;
+            for (int q0 = 0; q0 < nbig; q0 += 32) {
+                const int q = q0 + lane;
+                const int32_t c = q < nbig ? s_big[q].npieces * Hk : 0;
+                const int32_t incl = kv_warp_incl_scan(c, lane);
+                if (q < nbig) s_bigpre[q] = acc + incl - c;
+                acc += __shfl_sync(0xffffffffu, incl, 31);
+            }
+            if (lane == 0) s_bigpre[nbig] = acc;
+        }
+        __syncthreads();
+        const int32_t total_big = s_bigpre[nbig];
+        for (int32_t idx = tid; idx < total_big; idx += KV_SCHED_THREADS) {
+            int lo = 0, hi = nbig; /* the last queued tile whose items start at or before idx */
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (s_bigpre[mid] <= idx) lo = mid; else hi = mid;
+            }
+            kv_sched_write_item(a, s_big[lo], idx - s_bigpre[lo]);
+        }
+    }
     __syncthreads();
-    KV_TL(0, 8, Max);
+    KV_TLS(8);
     if (tid == 0) {
         /* ranges are reserved in order: every range starting below the first one that did not fit was written */
         a.hdr->n_items = (int32_t)min(min((int64_t)s_items, a.max_items), (int64_t)s_items_cut);
@@ -611,6 +697,9 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         a.hdr->pitem_counter = 0;
         a.hdr->overflow = s_overflow;
     }
+#ifdef KVATTN_TIMELINE
+    }
+#endif
     KV_TL(0, 3, Min);
     KV_TL(0, 4, Max);
 }

@@ -58,6 +58,10 @@ static __device__ __forceinline__ unsigned long long kv_gtime() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+__device__ int8_t kv_tl_flags[4096];
+__device__ long long kv_tl_sc[16]; /* scheduler phase ends, SM cycles after its (last) pass's start (thread 0) */
+#define KV_TLS(slot) do { if (threadIdx.x == 0) kv_tl_sc[slot] = clock64() - tl_c0; } while (0)
+__device__ int kv_tl_twice; /* dev: the scheduler runs its body twice (the second pass with warm caches) */
 #define KV_TL_ITEMS 8192
 __device__ unsigned long long kv_tl_items[2][KV_TL_ITEMS][4]; /* per item of list [decode]: start, end ns, smid << 32 |
                                                                * block, key tiles */
@@ -77,6 +81,7 @@ static __device__ __forceinline__ unsigned kv_smid() {
 #define KV_TLC_T0(v) do { } while (0)
 #define KV_TLC_ACC(acc, v) do { } while (0)
 #define KV_TL(k, slot, op) do { } while (0)
+#define KV_TLS(slot) do { } while (0)
 #define KV_TL_NOW() 0ull
 #define KV_TL_ADD(k, slot, v) do { } while (0)
 #endif
@@ -138,27 +143,28 @@ static __device__ __forceinline__ int kv_check_rows(const int32_t *cu, int b, in
     return lo < 0 || hi < lo || hi > total || (b == 0 && lo != 0);
 }
 static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b, int32_t *slot_lo, int32_t *slot_hi) {
-    int flags = 0;
-    *slot_lo = 0;
-    *slot_hi = -1;
-    if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.total_q)) flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+    /* No branch on a loaded value before the last load: all of this sequence's reads go out together (one memory
+     * round trip; returning early on bad cu_seqlens made it two, and four for the scheduler's two sequences per
+     * thread). With bad cu_seqlens the other values are read (in bounds: index b < B) but not used. */
+    int cu_flags = 0;
+    if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.total_q)) cu_flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
     if (p.k_new && p.cu_seqlens_knew && kv_check_rows(p.cu_seqlens_knew, b, p.total_knew))
-        flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
-    if (flags) return flags;
+        cu_flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
     const kv_seq s = kv_seq_get(&p, b);
+    const int32_t row = !p.block_table && p.cache_batch_idx ? p.cache_batch_idx[b] : b;
     const int64_t end = (int64_t)s.S + s.n_new; /* one past the last position written and attended */
+    int flags = 0;
     if (s.S < 0 || s.L < 0 || s.L > s.S) flags |= KVATTN_FLAG_BAD_LEFTPAD;
     if (end > s.C) flags |= KVATTN_FLAG_CAPACITY;
-    if (!p.block_table) {
-        const int32_t row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
-        if (row < 0 || row >= p.cache_batch) flags |= KVATTN_FLAG_BATCH_IDX;
-    }
+    if (!p.block_table && (row < 0 || row >= p.cache_batch)) flags |= KVATTN_FLAG_BATCH_IDX;
     if (p.rotary_cos && (end > p.rotary_max_pos || (int64_t)s.n_q > end)) flags |= KVATTN_FLAG_ROTARY_RANGE;
-    if (p.block_table && !(flags & (KVATTN_FLAG_BAD_LEFTPAD | KVATTN_FLAG_CAPACITY)) && end > s.L) {
-        *slot_lo = s.L / p.page_size;
-        *slot_hi = (int32_t)((end - 1) / p.page_size);
-    }
-    return flags;
+    /* the page slots [L / page_size, (end - 1) / page_size]; 32-bit: then 0 <= L < end <= C < 2^31 */
+    const bool slots = p.block_table && !cu_flags && !(flags & (KVATTN_FLAG_BAD_LEFTPAD | KVATTN_FLAG_CAPACITY)) &&
+                       end > s.L;
+    const int32_t ps = p.page_size > 0 ? p.page_size : 1; /* contiguous caches: unused */
+    *slot_lo = slots ? s.L / ps : 0;
+    *slot_hi = slots ? (int32_t)(end - 1) / ps : -1;
+    return cu_flags ? cu_flags : flags;
 }
 #endif
 
