@@ -14,6 +14,16 @@ static const char *bad_name[BAD_KINDS] = {"none", "page index past the pool", "n
                                           "bad page index before leftpad (untouched: valid)"};
 
 #define NB 5
+/* The spec of a batch of B sequences with these lengths (the rest as cu_spec_default). */
+static cu_spec batch_spec(int dtype, int B, const int *n_q, const int *n_new, const int *S) {
+    cu_spec sp = cu_spec_default();
+    sp.dtype = dtype;
+    sp.B = B;
+    sp.n_q = n_q;
+    sp.n_new = n_new;
+    sp.S = S;
+    return sp;
+}
 /* Runs one case: builds a batch of NB sequences, breaks sequence `victim` with `kind`, checks the call. */
 static void run_case(int kind, int paged, int dtype, int victim) {
     int n_q[NB] = {1, 7, 1, 33, 1}, n_new[NB] = {1, 7, 1, 33, 1}, S[NB] = {40, 100, 0, 17, 300};
@@ -35,12 +45,7 @@ static void run_case(int kind, int paged, int dtype, int victim) {
                                     "paged 1, longer caches (fused check, 2 rounds)"};
     kvt_case_begin("%s, %s, %s, sequence %d", bad_name[kind], layout[paged], dtype == KVATTN_BF16 ? "bf16" : "fp16",
                    victim);
-    cu_spec sp = cu_spec_default();
-    sp.dtype = dtype;
-    sp.B = NB;
-    sp.n_q = n_q;
-    sp.n_new = n_new;
-    sp.S = S;
+    cu_spec sp = batch_spec(dtype, NB, n_q, n_new, S);
     sp.L = uses_leftpad ? L : NULL;
     sp.paged = paged != 0;
     if (paged >= 2) {
@@ -123,12 +128,7 @@ static void run_status_case(int which, int dtype) {
     int n_q[NB] = {1, 7, 1, 33, 1}, n_new[NB] = {1, 7, 1, 33, 1}, S[NB] = {40, 100, 0, 17, 300};
     kvt_case_begin("%s, %s", which ? "cu_seqlens_q not non-decreasing" : "two bad sequences (1: page, 3: capacity)",
                    dtype == KVATTN_BF16 ? "bf16" : "fp16");
-    cu_spec sp = cu_spec_default();
-    sp.dtype = dtype;
-    sp.B = NB;
-    sp.n_q = n_q;
-    sp.n_new = n_new;
-    sp.S = S;
+    cu_spec sp = batch_spec(dtype, NB, n_q, n_new, S);
     kvt_problem P;
     cu_build(&P, &sp);
     kvattn_params *p = &P.ph;
@@ -184,11 +184,7 @@ static void run_status_case(int which, int dtype) {
 static void run_reset_case(void) {
     int n_q[NB] = {1, 7, 1, 33, 1}, n_new[NB] = {1, 7, 1, 33, 1}, S[NB] = {40, 100, 0, 17, 300};
     kvt_case_begin("status record rewritten by the next clean call");
-    cu_spec sp = cu_spec_default();
-    sp.B = NB;
-    sp.n_q = n_q;
-    sp.n_new = n_new;
-    sp.S = S;
+    cu_spec sp = batch_spec(KVATTN_BF16, NB, n_q, n_new, S);
     kvt_problem P;
     cu_build(&P, &sp);
     ((int32_t *)P.block_table.host)[2 * P.ph.max_pages_per_seq] = -1;
@@ -226,12 +222,7 @@ static void run_large_batch_case(int dtype) {
     const int victim = kvt_randint(1025, BL - 1);
     kvt_case_begin("batch of %d (two sequences per scheduler thread), bad page in sequence %d, %s", BL, victim,
                    dtype == KVATTN_BF16 ? "bf16" : "fp16");
-    cu_spec sp = cu_spec_default();
-    sp.dtype = dtype;
-    sp.B = BL;
-    sp.n_q = n_q;
-    sp.n_new = n_new;
-    sp.S = S;
+    cu_spec sp = batch_spec(dtype, BL, n_q, n_new, S);
     kvt_problem P;
     cu_build(&P, &sp);
     const int last_slot = (S[victim] + n_new[victim] - 1) / P.ph.page_size;
