@@ -392,9 +392,9 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         const int32_t total_slots = s_total;
         /* a round: warp w takes the KV_CHECK_U * 32 consecutive slots from (round * warps + w) * 32 * KV_CHECK_U,
          * lane l the slots base + l + 32 j (j < KV_CHECK_U): each table read of a warp covers 32 consecutive
-         * entries (coalesced), and all KV_CHECK_U reads of a lane are issued before any is checked. (Thread-
-         * contiguous runs of 8 slots made each warp read touch 32 sectors; with 16384 slots the two rounds took
-         * ~5 us of the scheduler: attn_notes.md, seventh session.) */
+         * entries (coalesced: thread-contiguous runs of 8 slots made each warp read touch 32 sectors), and all
+         * KV_CHECK_U reads of a lane are issued before any is checked. Measured (attn_notes.md, seventh session): no
+         * faster than the thread-contiguous form, 16384 slots still take ~9.5 kcycles (two dependent rounds). */
         constexpr int U = KV_CHECK_U;
         auto seq_of = [&](int32_t f) { /* the last sequence whose slots start at or before f */
             int lo = 0, hi = B;
