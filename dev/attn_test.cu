@@ -736,7 +736,8 @@ int main(int argc, char **argv) {
         struct Case { const char *name; int B, L, page, inflight; } cases[] = {
             {"decode 64x4096 p16", 64, 4096, 16, 0}, {"decode 64x4096 contig", 64, 4096, 0, 0},
             {"decode 8x8192 p16", 8, 8192, 16, 0}, {"decode 8x8192 contig", 8, 8192, 0, 0},
-            {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x64 p16", 1, 64, 16, 0},
+            {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x32768 contig", 1, 32768, 0, 0},
+            {"decode 1x64 p16", 1, 64, 16, 0},
             {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
         for (auto &c : cases) {
             Problem P = make(c.B, 32, 8, 128, c.page, KVATTN_BF16);
