@@ -276,7 +276,7 @@ static void run_attn(Problem &P, int force_v0) {
     /* KVATTN_TL_FUSED: the checks in the scheduler, as kv_cuda_forward does for small batches */
     const int fused = getenv("KVATTN_TL_FUSED") && !force_v0 ? kv_attn_check_fused(&P.p, &g_dev) : 0;
     int st = kv_attn_launch_prologue(&P.p, P.dok, P.dstatus, P.dws, P.ws_bytes, &g_dev, fused, 0);
-    if (st == KVATTN_OK) st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, 0);
+    if (st == KVATTN_OK) st = kv_attn_launch(&P.p, P.dok, P.dws, P.ws_bytes, &g_dev, fused, 0);
     kv_attn_force_v0 = 0;
     if (st != KVATTN_OK) { fprintf(stderr, "kv_attn_launch failed: %d\n", st); exit(3); }
 }
@@ -704,6 +704,7 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
     g_dev.overlap = g_dev.pdl && !getenv("KVATTN_NO_OVERLAP");
+    g_dev.early = !getenv("KVATTN_NO_EARLY"); /* with KVATTN_TL_FUSED and no append (kv_attn_early) */
     {
         int major = 0, minor = 0;
         CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
@@ -784,9 +785,9 @@ int main(int argc, char **argv) {
                 }
                 long long sc[16];
                 CK(cudaMemcpyFromSymbol(sc, kv_tl_sc, sizeof sc));
-                printf("  (us)\n    sched phases (kcycles): check-seq %.2f check %.2f finalize %.2f facts %.2f facts+scan %.2f pass0 %.2f buckets %.2f pass1 %.2f items %.2f;",
+                printf("  (us)\n    sched phases (kcycles): check-seq %.2f check %.2f finalize %.2f facts %.2f facts+scan %.2f pass0 %.2f buckets %.2f pass1 %.2f items %.2f published %.2f;",
                        sc[10] / 1e3, sc[9] / 1e3, sc[5] / 1e3, sc[11] / 1e3, sc[6] / 1e3, sc[12] / 1e3, sc[7] / 1e3,
-                       sc[13] / 1e3, sc[8] / 1e3);
+                       sc[13] / 1e3, sc[8] / 1e3, sc[15] / 1e3);
                 for (int k = 1; k < 3; k++)
                     if (t[k][7])
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",

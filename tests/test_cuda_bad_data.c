@@ -242,9 +242,57 @@ static void run_large_batch_case(int dtype) {
     kvt_problem_free(&P);
 }
 
+/* A decode step without an append (no new tokens): the decode kernel then starts before the scheduler's page
+ * checks end and writes a sequence's output only once its check verdict is final (early start, attn.cu
+ * kv_attn_early). shape 0: four one-query sequences (decode kernel alone); 1: five (decode-first order, the
+ * prefill kernel after it with an empty list); 2: twelve, the first with 5 queries (20 packed rows: a prefill
+ * item, computed by the prefill kernel of the decode-first order), four with no query. Long caches are split
+ * into pieces (the merge of the victim's pieces must write nothing), short ones are one item each. */
+static void run_nonew_case(int kind, int shape, int dtype) {
+    enum { BM = 12 };
+    static const int nbat[3] = {4, 5, 12};
+    const int B = nbat[shape];
+    int n_q[BM], n_new[BM], S[BM];
+    for (int b = 0; b < B; b++) {
+        n_q[b] = shape == 2 ? (b == 0 ? 5 : b < 8 ? 1 : 0) : 1;
+        n_new[b] = 0;
+        S[b] = kvt_randint(0, 1) ? kvt_randint(2000, 4000) : kvt_randint(5, 700);
+    }
+    int victim = kvt_randint(0, B - 1);
+    while (n_q[victim] == 0) victim = kvt_randint(0, B - 1);
+    kvt_case_begin("no append (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s", B,
+                   bad_name[kind], victim, S[victim], n_q[victim], dtype == KVATTN_BF16 ? "bf16" : "fp16");
+    cu_spec sp = batch_spec(dtype, B, n_q, n_new, S);
+    kvt_problem P;
+    cu_build(&P, &sp);
+    kvattn_params *p = &P.ph;
+    int32_t *bt = P.block_table.host;
+    const int last_slot = (S[victim] - 1) / p->page_size;
+    int flag = 0;
+    switch (kind) {
+    case BAD_PAGE_PAST: bt[(int64_t)victim * p->max_pages_per_seq + last_slot] = p->num_pages; flag = KVATTN_FLAG_PAGE_INDEX; break;
+    case BAD_PAGE_NEG: bt[(int64_t)victim * p->max_pages_per_seq + last_slot / 2] = -3; flag = KVATTN_FLAG_PAGE_INDEX; break;
+    case BAD_CAPACITY:
+        ((int32_t *)P.seqlens.host)[victim] = p->max_pages_per_seq * p->page_size + 1;
+        flag = KVATTN_FLAG_CAPACITY;
+        break;
+    default: break;
+    }
+    if (kvt_problem_upload(&P, 1) == 0) {
+        kvt_expect e = kvt_expect_ok();
+        e.flag = flag;
+        e.skip_seq = flag ? victim : -1;
+        if (kvt_problem_run(&P, e)) kvt_case_skip("unsupported");
+        else cu_sync_ok("after the call");
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+}
+
 int main(void) {
     kvt_init("test_cuda_bad_data");
-    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2;
+    static const int nonew_kinds[4] = {BAD_NONE, BAD_PAGE_PAST, BAD_PAGE_NEG, BAD_CAPACITY};
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 3 * 2 * 2;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
@@ -262,5 +310,9 @@ int main(void) {
     }
     run_reset_case();
     for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d]);
+    for (int k = 0; k < 4; k++)
+        for (int shape = 0; shape < 3; shape++)
+            for (int d = 0; d < 2; d++)
+                for (int rep = 0; rep < 2; rep++) run_nonew_case(nonew_kinds[k], shape, dtypes[d]);
     return kvt_finish();
 }

@@ -157,7 +157,7 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
 /* Blocks per SM of one attention kernel, after raising its smem limit once per device (both are host-side
  * attribute calls, no synchronization). One cache per kernel instantiation (the template arguments). */
 #define KV_MAX_DEVICES 64
-template <typename T, int DP, int NS, bool DECODE>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
     /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
      * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
@@ -166,11 +166,11 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
     if (have > 0) { *blocks = have; return KVATTN_OK; }
-    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE>,
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int n = 0;
     KV_CUDA_CHECK_RET(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE>, KV_THREADS, smem));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY>, KV_THREADS, smem));
     if (n < 1) n = 1;
     if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
     __atomic_store_n(&cached[d], n, __ATOMIC_RELEASE);
@@ -211,6 +211,13 @@ static int launch_sm90(const kvattn_params *p, const kv_attn_args *a, kv_item_li
     return KVATTN_OK;
 }
 
+/* Whether a call with both lists runs the decode kernel first (see launch_fast) */
+static bool attn_decode_first(const kvattn_params *p, const kv_device_info *dev) {
+    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
+    return max_rows > KV_DECODE_ROWS && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch;
+}
+
 /* The scheduler (with the finalize step), then the prefill kernel over the prefill items and the decode kernel
  * over the decode items; the split combine runs inside them. mode: 0 = scheduler only (the prologue), 1 =
  * attention kernels only, -1 = prepare (attributes and occupancy, launches nothing). */
@@ -218,11 +225,15 @@ template <typename T, int DP, int NS, int NSD>
 static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args, const kv_device_info *dev,
                        int mode, cudaStream_t stream) {
     int per_dec = 1, per_pre = 1;
+    int per_early = 1; /* the early-start decode kernel (kv_attn_early): same smem, its own registers */
     int st = attn_blocks_per_sm<T, DP, NSD, true>(dev, pl->smem_dec, &per_dec);
+    if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NSD, true, true>(dev, pl->smem_dec, &per_early);
     if (st == KVATTN_OK && !pl->sm90) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
     if (st == KVATTN_OK && pl->sm90) st = launch_sm90<T, DP>(p, NULL, kv_item_list(), dev, stream);
     if (st != KVATTN_OK || mode < 0) return st;
     kv_attn_args a = *args;
+    const int32_t early = a.no_wait & KV_EARLY_START; /* set by the caller (kv_attn_early): scheduler and decode */
+    if (early) per_dec = per_early; /* the grid the scheduler splits for is the early kernel's */
     a.grid_ctas = dev->num_sms * per_dec;
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
 #ifdef KVATTN_DEV_VARIANTS
@@ -246,9 +257,9 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * inflight step: long prompts first, decode blocks fill the SMs they leave). The second kernel of either order
      * does not wait for the first (see kv_attn_kernel). */
     const bool both = max_rows > KV_DECODE_ROWS;
-    const bool decode_first = both && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch;
+    const bool decode_first = attn_decode_first(p, dev);
     auto launch_prefill = [&](int32_t no_wait) -> int {
-        a.no_wait = no_wait;
+        a.no_wait = no_wait | early; /* early: only in decode-first order (kv_attn_early); starts on sched_done */
         if (pl->sm90) {
             kv_item_list list;
             list.items = a.pitems;
@@ -261,9 +272,13 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
         return KVATTN_OK;
     };
     auto launch_decode = [&](int32_t no_wait) -> int {
-        a.no_wait = no_wait;
-        KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec, stream,
-                                    dev->pdl, *p, a));
+        a.no_wait = no_wait | early;
+        if (early)
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true>, a.grid_ctas, KV_THREADS, pl->smem_dec,
+                                        stream, dev->pdl, *p, a));
+        else
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec,
+                                        stream, dev->pdl, *p, a));
         return KVATTN_OK;
     };
     if (decode_first) {
@@ -372,6 +387,21 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
     return attn_fast(p, &pl, dev) ? 1 : 0;
 }
 
+/* Early start (KV_EARLY_START): a call whose checks the scheduler runs (fused), that appends nothing and runs the
+ * decode kernel first (only decode items, or the decode-first order of launch_fast) lets the decode kernel start
+ * on the scheduler's items_ready flag, before the scheduler's page-slot pass and finalize step. A sequence's
+ * output is then written only once its seq_ok is final (decode items gate their writes, prefill items are skipped
+ * whole). The page-slot pass is on the decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5
+ * for 16384: attn_notes.md). With an append kernel the attention must wait for it, and it for every check, so
+ * those calls keep the plain order. */
+int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
+    if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
+    const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)p->batch * p->seqlen_knew;
+    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
+    return new_rows == 0 && (max_rows <= KV_DECODE_ROWS || attn_decode_first(p, dev)) ? 1 : 0;
+}
+
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
                             size_t attn_ws_bytes, const kv_device_info *dev, int fused_check, cudaStream_t stream) {
     attn_plan pl;
@@ -390,11 +420,12 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, status, attn_ws, &args);
     args.fused_check = fused_check;
+    args.no_wait = kv_attn_early(p, dev, fused_check) ? KV_EARLY_START : 0;
     return launch_fast_any(p, &pl, &args, dev, 0, stream);
 }
 
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
-                   const kv_device_info *dev, cudaStream_t stream) {
+                   const kv_device_info *dev, int fused_check, cudaStream_t stream) {
     int st = kv_attn_supported(p);
     if (st != KVATTN_OK) return st;
     if (p->batch == 0) return KVATTN_OK;
@@ -407,5 +438,7 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
               "workspace: attention needs %zu bytes, got %zu", pl.bytes, attn_ws ? attn_ws_bytes : (size_t)0);
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, NULL, attn_ws, &args);
+    args.fused_check = fused_check;
+    args.no_wait = kv_attn_early(p, dev, fused_check) ? KV_EARLY_START : 0;
     return launch_fast_any(p, &pl, &args, dev, 1, stream);
 }

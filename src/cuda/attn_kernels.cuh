@@ -18,6 +18,11 @@
 #define KV_THREADS 128
 #define KV_NO_WAIT_DECODE 1  /* kv_attn_args.no_wait bits */
 #define KV_NO_WAIT_PREFILL 2
+/* bit 2 (KV_EARLY_START; decode steps without an append whose checks the scheduler runs, see kv_attn_early): the
+ * decode kernel (and a prefill kernel after it) starts on the scheduler's items_ready flag instead of the
+ * scheduler's completion, and writes a sequence's output only once its seq_ok is final (kv_attn_kernel) */
+#define KV_EARLY_START 4
+#define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
@@ -42,7 +47,8 @@ typedef struct kv_attn_ws_header {
     int32_t n_items, n_pitems;             /* decode items (items[]), prefill items (pitems[]) */
     int32_t item_counter, pitem_counter;   /* next item to take, per list (reset by the scheduler) */
     int32_t n_combine, overflow; /* overflow: diagnostic bits of the "cannot happen" guards (1, 2) */
-    int32_t pad[2];
+    int32_t items_ready;         /* KV_EARLY_START: 0 at the scheduler's start, 1 once the item lists are written */
+    int32_t sched_done;          /* KV_EARLY_START: 0 at the scheduler's start, 1 once its checks are final */
 } kv_attn_ws_header;
 
 /* Pointers into the attention workspace (see attn_ws_layout in attn.cu). */
@@ -64,7 +70,8 @@ typedef struct kv_attn_args {
     int32_t dp;
     /* bit 0 (KV_NO_WAIT_DECODE): the decode kernel follows the prefill kernel of the same call (PDL) and does not wait
      * for it (see kv_attn_kernel); bit 1 (KV_NO_WAIT_PREFILL): the prefill kernel follows the decode kernel
-     * (decode-first order, see launch_fast) and does not wait for it, by the same argument; else a kernel waits */
+     * (decode-first order, see launch_fast) and does not wait for it, by the same argument; bit 2 (KV_EARLY_START):
+     * see above; else a kernel waits */
     int32_t no_wait;
     int32_t fused_check; /* 1: the scheduler runs the checks of every sequence first (no check kernel) */
 } kv_attn_args;
@@ -80,6 +87,31 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
                  "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
                  "l"(row), "l"(row + off)
                  : "memory");
+}
+
+/* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
+ * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
+static __device__ __forceinline__ int32_t kv_ld_acquire(const int32_t *p) {
+    int32_t v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void kv_st_release(int32_t *p, int32_t v) {
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+static __device__ __forceinline__ int kv_ld_relaxed_s8(const int8_t *p) {
+    int v;
+    asm volatile("ld.relaxed.gpu.global.s8 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+/* The final seq_ok of a sequence (1: write its output, 0: skip it), given a first read v of it: while the
+ * scheduler's checks still run it reads KV_SEQ_PENDING and is read again. */
+static __device__ __forceinline__ int kv_seq_verdict(const int8_t *seq_ok, int b, int v) {
+    while (v == KV_SEQ_PENDING) {
+        __nanosleep(64);
+        v = kv_ld_relaxed_s8(seq_ok + b);
+    }
+    return v;
 }
 
 /* Row addresses of one cache tensor (K or V) for one item's sequence and kv head, with the checks of
@@ -346,10 +378,17 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ int32_t s_nbig, s_bigpre[KV_SCHED_BIG + 1]; /* their count; exclusive prefix of their item counts */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
+    const bool early = (a.no_wait & KV_EARLY_START) != 0; /* fused checks, B <= KV_SCHED_SEQS (kv_attn_early) */
     KV_TL(0, 0, Min);
     kv_grid_wait(); /* the check flags (PDL: see cuda_internal.cuh) */
     KV_TL(0, 1, Min);
     KV_TL(0, 2, Max);
+    if (early) { /* before the decode kernel can start: no flag of an earlier call may be read as this call's */
+        for (int b = tid; b < B; b += KV_SCHED_THREADS) ((int8_t *)a.seq_ok)[b] = KV_SEQ_PENDING;
+        if (tid == 0) a.hdr->items_ready = a.hdr->sched_done = 0;
+        __threadfence();
+        __syncthreads();
+    }
     kv_grid_launch_dependents();
 #ifdef KVATTN_TIMELINE
     for (int tl_rep = 0; tl_rep < 1 + kv_tl_twice; tl_rep++) { /* dev: a second pass with warm caches */
@@ -362,7 +401,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     KV_TL(0, 14, Max);
     const long long tl_c0 = clock64();
 #endif
-    if (a.fused_check) {
+    auto fused_check = [&]() {
         /* the check kernel's work, for a batch small enough for this block (B <= KV_SCHED_SEQS, few page slots):
          * per-sequence checks (thread t: sequence t, or 2t and 2t + 1 when B > threads), a block scan of each
          * sequence's page-slot count,
@@ -432,14 +471,31 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             }
         }
         /* kv_finalize_block reads the flags (s_sk) after its first barrier */
-    }
 #ifdef KVATTN_TIMELINE
-    __syncthreads();
-    KV_TLS(9); /* the fused check's end */
+        __syncthreads();
+        KV_TLS(9); /* the fused check's end */
 #endif
+    };
     const bool cached = B <= KV_SCHED_SEQS;
-    kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, a.fused_check ? s_sk : NULL, s_ok,
-                      cached ? B : 0); /* ends with a block barrier */
+    if (!early) {
+        if (a.fused_check) fused_check();
+        kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, a.fused_check ? s_sk : NULL, s_ok,
+                          cached ? B : 0); /* ends with a block barrier */
+    } else {
+        /* early start: the items first, from the per-sequence checks alone (the lengths they use are sound);
+         * the page-slot pass and the finalize step follow once the items are out. A sequence that then fails
+         * still has items: the decode kernel computes them but writes nothing of it (kv_seq_verdict). s_ok holds
+         * "passed kv_check_seq" here; a cu_seqlens failure anywhere fails every sequence, as in the finalize. */
+        int bad_cu = 0;
+        for (int b = tid; b < B; b += KV_SCHED_THREADS) {
+            int32_t lo, hi;
+            const int f = kv_check_seq(p, b, &lo, &hi);
+            s_ok[b] = f == 0;
+            bad_cu |= f & KVATTN_FLAG_BAD_CU_SEQLENS;
+        }
+        if (__syncthreads_or(bad_cu))
+            for (int b = tid; b < B; b += KV_SCHED_THREADS) s_ok[b] = 0; /* this thread's own entries */
+    }
     KV_TLS(5);
     if (tid == 0) {
         s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
@@ -697,6 +753,42 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         a.hdr->pitem_counter = 0;
         a.hdr->overflow = s_overflow;
     }
+    if (early) {
+        /* release the lists (the block's item writes, ordered before thread 0's fence by the barrier; the fence is
+         * cumulative), then the checks left: the page slots and the finalize step, whose seq_ok bytes replace
+         * KV_SEQ_PENDING */
+        __syncthreads();
+#ifdef KVATTN_TIMELINE
+        if (tid == 0 && tl_rep == kv_tl_twice) { /* the last pass's lists */
+            __threadfence();
+            kv_st_release(&a.hdr->items_ready, 1);
+        }
+        KV_TLS(15);
+#else
+        if (tid == 0) {
+            __threadfence();
+            kv_st_release(&a.hdr->items_ready, 1);
+        }
+#endif
+        fused_check();
+        kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, s_sk, s_ok, B); /* ends with a block barrier */
+        /* prefill items (decode-first order; the prefill kernel starts on sched_done) of a sequence that failed
+         * become empty, and so does their combine task: nothing of the sequence is computed or written. The
+         * decode kernel, already running, gates its own writes instead (kv_attn_item, kv_attn_piece_done). */
+        const int32_t np = a.hdr->n_pitems; /* written by thread 0 before the barriers above */
+        for (int32_t i = tid; i < np; i += KV_SCHED_THREADS) {
+            kv_item *it = a.pitems + i;
+            if (s_ok[it->b]) continue;
+            it->nrows = 0;
+            it->khi = it->klo;
+            if (it->comb >= 0) a.combine[it->comb].nrows = 0;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            __threadfence();
+            kv_st_release(&a.hdr->sched_done, 1);
+        }
+    }
 #ifdef KVATTN_TIMELINE
     }
 #endif
@@ -768,7 +860,7 @@ struct kv_attn_smem {
     static constexpr int BYTES = (Q_ELEMS + 2 * NS * KV_ELEMS) * 2;
 };
 
-template <typename T, int DP, int NS, bool DECODE>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
@@ -1053,6 +1145,12 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 }
             }
         }
+        /* early start (decode items): whether the sequence's output may be written is known only once the
+         * scheduler's checks end; its seq_ok byte is read after the main loop (the checks ended long before, in
+         * practice) and read again until it no longer reads KV_SEQ_PENDING. Nothing of it is live in the main
+         * loop (attn_notes.md, eighth session: the loop's code must not change) */
+        const bool gate = EARLY && it.part < 0;
+        int verdict = gate ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* in flight during the merge's first steps */
         kv_cp_async_wait<0>();
         __syncthreads(); /* all warps done with the stages: they may be reused below */
 
@@ -1077,6 +1175,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     dst[1] = o[d][2 * h2 + 1];
                 }
             }
+            if (gate) verdict = kv_seq_verdict(a.seq_ok, b, verdict);
             __syncthreads();
             /* merged rows: thread handles (row, channel pair) */
             for (int e = tid; e < KV_DECODE_ROWS * (DP / 2); e += KV_THREADS) {
@@ -1102,7 +1201,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     po[0] = v0 * inv;
                     po[1] = v1 * inv;
                     if (c == 0) a.part_lse[it.part + rr] = lse;
-                } else {
+                } else if (!gate || verdict == 1) {
                     if (c < D) {
                         const int64_t oo =
                             kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
@@ -1212,14 +1311,15 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
 /* After a block wrote the partial rows of a split piece: count the piece, and if it was the task's last,
  * merge the task here (no separate combine launch; the merge of a long sequence starts as soon as its pieces
  * are done). Release/acquire by fences around the counter. Whole block; ends with a barrier. */
-template <typename T>
-static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb,
+template <typename T, bool EARLY = false>
+static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb, int b,
                                           int *s_flag) {
     __threadfence(); /* this thread's partial writes, before the count */
     __syncthreads();
     if (threadIdx.x == 0) {
+        const int v = EARLY ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* early start: merge only a sequence that passed */
         const int32_t done = atomicAdd(&a.comb_done[comb], 1) + 1;
-        *s_flag = done == __ldcg(&a.combine[comb].nsplit);
+        *s_flag = done == __ldcg(&a.combine[comb].nsplit) && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
     __syncthreads();
     if (*s_flag) {
@@ -1239,8 +1339,9 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
 /* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys
  * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
  * path gets its own register allocation. */
-template <typename T, int DP, int NS, bool DECODE>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
+    static_assert(DECODE || !EARLY, "early start: decode kernel only");
     extern __shared__ __align__(16) unsigned char kv_smem_raw[];
     __shared__ __align__(16) uint64_t s_addr[NS][KV_BN][2]; /* global addresses of the K, V rows of tiles in flight */
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
@@ -1252,7 +1353,22 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
      * holds for a prefill kernel after the decode kernel (KV_NO_WAIT_PREFILL, decode-first order). Whatever this
      * call's earlier kernels wrote is then read from L2 (__ldcg), never from a possibly stale L1 line. */
     KV_TL(DECODE ? 2 : 1, 0, Min);
-    if (!(a.no_wait & (DECODE ? KV_NO_WAIT_DECODE : KV_NO_WAIT_PREFILL))) kv_grid_wait();
+    if (EARLY) {
+        /* early start (a decode step without an append kernel, checks fused into the scheduler; kv_attn_early):
+         * the lists are out before the scheduler ends (its page-slot checks and finalize step run after them);
+         * thread 0's acquire and the barrier order every thread's list reads after the scheduler's writes. A
+         * sequence's output is written only once its seq_ok is final (kv_seq_verdict). A separate instantiation,
+         * so that this code leaves the other kernels' register allocation alone (attn_notes.md, eighth session) */
+        if (threadIdx.x == 0)
+            while (kv_ld_acquire(&a.hdr->items_ready) == 0) __nanosleep(64);
+        __syncthreads();
+    } else if (!DECODE && (a.no_wait & KV_EARLY_START)) { /* the prefill kernel after an early decode kernel */
+        if (threadIdx.x == 0)
+            while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
+        __syncthreads();
+    } else if (!(a.no_wait & (DECODE ? KV_NO_WAIT_DECODE : KV_NO_WAIT_PREFILL))) {
+        kv_grid_wait();
+    }
     KV_TL(DECODE ? 2 : 1, 1, Min);
     KV_TL(DECODE ? 2 : 1, 2, Max);
     kv_grid_launch_dependents();
@@ -1273,9 +1389,9 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         }
         const unsigned long long t_item = KV_TL_NOW();
         (void)t_item;
-        kv_attn_item<T, DP, NS, DECODE>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
+        kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
-        if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
+        if (it.comb >= 0) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE

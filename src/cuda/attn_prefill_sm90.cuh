@@ -609,7 +609,13 @@ __global__ void __launch_bounds__(256, 1)
     KV_TL(1, 0, Min);
     /* items (scheduler) and appended rows (append kernel): PDL, see cuda_internal.cuh; after the decode kernel of
      * the same call (a.no_wait & KV_NO_WAIT_PREFILL) no wait, as in kv_attn_kernel: the list is read from L2 */
-    if (!(a.no_wait & KV_NO_WAIT_PREFILL)) kv_grid_wait();
+    if (a.no_wait & KV_EARLY_START) { /* after an early decode kernel: the scheduler's end (kv_attn_kernel) */
+        if (threadIdx.x == 0)
+            while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
+        __syncthreads();
+    } else if (!(a.no_wait & KV_NO_WAIT_PREFILL)) {
+        kv_grid_wait();
+    }
     KV_TL(1, 1, Min);
     KV_TL(1, 2, Max);
     kv_grid_launch_dependents();
@@ -632,7 +638,7 @@ __global__ void __launch_bounds__(256, 1)
                                 t_item);
         if (it.comb >= 0) { /* a split piece: the block that finishes a tile's last piece merges them */
             __syncthreads();
-            kv_attn_piece_done<T>(p, a, it.comb, &s_flag);
+            kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
         }
         KV_TL_ADD(1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(1, 7, 1);

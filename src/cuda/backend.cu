@@ -37,6 +37,8 @@ int kv_device_info_get(kv_device_info *info) {
     d.pdl = major >= 9 && !(no_pdl && no_pdl[0] && no_pdl[0] != '0');
     const char *no_overlap = getenv("KVATTN_NO_OVERLAP");
     d.overlap = d.pdl && !(no_overlap && no_overlap[0] && no_overlap[0] != '0');
+    const char *no_early = getenv("KVATTN_NO_EARLY");
+    d.early = !(no_early && no_early[0] && no_early[0] != '0');
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     d.sm90 = major == 9 && minor == 0;
@@ -80,6 +82,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.max_smem_optin = 227 * 1024;
         dev.pdl = 0;
         dev.overlap = 0;
+        dev.early = 0;
         dev.sm90 = 0;
     }
     return dev;
@@ -351,7 +354,7 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
     }
 
     /* (4) attention over the ok sequences */
-    return kv_attn_launch(p, seq_ok, ws + attn_offset, workspace_bytes - attn_offset, &dev, stream);
+    return kv_attn_launch(p, seq_ok, ws + attn_offset, workspace_bytes - attn_offset, &dev, fused, stream);
 }
 
 extern "C" int kv_cuda_status_read(const void *workspace, void *stream_, kvattn_device_status *out) {

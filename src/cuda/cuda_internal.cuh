@@ -26,6 +26,7 @@ typedef struct kv_device_info {
     int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
     int overlap;        /* pdl, and KVATTN_NO_OVERLAP unset: a step's decode kernel runs alongside its prefill
                          * kernel (see kv_attn_kernel) */
+    int early;          /* KVATTN_NO_EARLY unset: decode steps without an append may start early (kv_attn_early) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
 } kv_device_info;
 
@@ -122,9 +123,12 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
  * fused_check = 1 and launches the scheduler as the call's first kernel. */
 int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev);
 /* attn.cu: enqueue attention (the split combine is fused into it) on `stream`. Sequences with seq_ok[b] == 0 are skipped
- * entirely (their out/lse rows are not written). Returns KVATTN_OK or an error status (kv_set_error). */
+ * entirely (their out/lse rows are not written). fused_check: as given to kv_attn_launch_prologue (with
+ * kv_attn_early, the two must agree). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
-                   const kv_device_info *dev, cudaStream_t stream);
+                   const kv_device_info *dev, int fused_check, cudaStream_t stream);
+/* attn.cu: 1 when the call's decode kernel starts before the scheduler's page checks end (KV_EARLY_START). */
+int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check);
 /* attn.cu: every host-side step of kv_attn_launch that can fail (support, workspace size, per-variant smem
  * attribute), run by kv_cuda_forward before any kernel that writes; launches nothing. */
 int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t attn_ws_bytes);
