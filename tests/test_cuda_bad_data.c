@@ -246,9 +246,10 @@ static void run_large_batch_case(int dtype) {
  * checks end and writes a sequence's output only once its check verdict is final (early start, attn.cu
  * kv_attn_early). shape 0: four one-query sequences (decode kernel alone); 1: five (decode-first order, the
  * prefill kernel after it with an empty list); 2: twelve, the first with 5 queries (20 packed rows: a prefill
- * item, computed by the prefill kernel of the decode-first order), four with no query. Long caches are split
- * into pieces (the merge of the victim's pieces must write nothing), short ones are one item each. */
-static void run_nonew_case(int kind, int shape, int dtype) {
+ * item, computed by the prefill kernel of the decode-first order; the victim of every first repetition), four
+ * with no query. Long caches are split into pieces (the merge of the victim's pieces must write nothing), short
+ * ones are one item each. */
+static void run_nonew_case(int kind, int shape, int dtype, int rep) {
     enum { BM = 12 };
     static const int nbat[3] = {4, 5, 12};
     const int B = nbat[shape];
@@ -260,6 +261,10 @@ static void run_nonew_case(int kind, int shape, int dtype) {
     }
     int victim = kvt_randint(0, B - 1);
     while (n_q[victim] == 0) victim = kvt_randint(0, B - 1);
+    if (shape == 2 && rep == 0) { /* the sequence of the prefill item, with a cache long enough to be split */
+        victim = 0;
+        S[0] = kvt_randint(2000, 4000);
+    }
     kvt_case_begin("no append (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s", B,
                    bad_name[kind], victim, S[victim], n_q[victim], dtype == KVATTN_BF16 ? "bf16" : "fp16");
     cu_spec sp = batch_spec(dtype, B, n_q, n_new, S);
@@ -313,6 +318,6 @@ int main(void) {
     for (int k = 0; k < 4; k++)
         for (int shape = 0; shape < 3; shape++)
             for (int d = 0; d < 2; d++)
-                for (int rep = 0; rep < 2; rep++) run_nonew_case(nonew_kinds[k], shape, dtypes[d]);
+                for (int rep = 0; rep < 2; rep++) run_nonew_case(nonew_kinds[k], shape, dtypes[d], rep);
     return kvt_finish();
 }
