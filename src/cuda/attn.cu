@@ -390,8 +390,8 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
 /* Early start (KV_EARLY_START): a call whose checks the scheduler runs (fused), that appends nothing and runs the
  * decode kernel first (only decode items, or the decode-first order of launch_fast) lets the decode kernel start
  * on the scheduler's items_ready flag, before the scheduler's page-slot pass and finalize step. A sequence's
- * output is then written only once its seq_ok is final (decode items gate their writes, prefill items are skipped
- * whole). The page-slot pass is on the decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5
+ * output is then written only once its seq_ok is final (decode items gate their writes; the prefill items of a
+ * failed sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5
  * for 16384: attn_notes.md). With an append kernel the attention must wait for it, and it for every check, so
  * those calls keep the plain order. */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {

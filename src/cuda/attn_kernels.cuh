@@ -19,8 +19,8 @@
 #define KV_NO_WAIT_DECODE 1  /* kv_attn_args.no_wait bits */
 #define KV_NO_WAIT_PREFILL 2
 /* bit 2 (KV_EARLY_START; decode steps without an append whose checks the scheduler runs, see kv_attn_early): the
- * decode kernel (and a prefill kernel after it) starts on the scheduler's items_ready flag instead of the
- * scheduler's completion, and writes a sequence's output only once its seq_ok is final (kv_attn_kernel) */
+ * decode kernel starts on the scheduler's items_ready flag instead of the scheduler's completion and writes a
+ * sequence's output only once its seq_ok is final; a prefill kernel after it starts on sched_done (kv_attn_kernel) */
 #define KV_EARLY_START 4
 #define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
@@ -363,7 +363,10 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
  *    finishing the last piece). Each list is ordered by descending piece length (counting sort over
  *    KV_SCHED_BUCKETS lengths; warp-aggregated reservations): the attention kernels take items in list order, so
  *    this is a greedy longest-first schedule. A tile's items are written by its lane, or by the whole block when
- *    it has more than KV_SCHED_OWN_ITEMS. */
+ *    it has more than KV_SCHED_OWN_ITEMS.
+ * Early start (KV_EARLY_START, kv_attn_early): -1 and 0 move after 3. Steps 1 - 3 use the per-sequence checks
+ * alone, the lists are released on items_ready (the decode kernel starts on it), then the page-slot pass and the
+ * finalize step run, the prefill items of failed sequences are emptied, and sched_done is released. */
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
