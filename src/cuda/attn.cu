@@ -391,9 +391,9 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
  * decode kernel first (only decode items, or the decode-first order of launch_fast) lets the decode kernel start
  * on the scheduler's items_ready flag, before the scheduler's page-slot pass and finalize step. A sequence's
  * output is then written only once its seq_ok is final (decode items gate their writes; the prefill items of a
- * failed sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5
- * for 16384: attn_notes.md). With an append kernel the attention must wait for it, and it for every check, so
- * those calls keep the plain order. */
+ * failed sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the
+ * decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5 for 16384: attn_notes.md). With an
+ * append kernel the attention must wait for it, and it for every check, so those calls keep the plain order. */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
     if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
     const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)p->batch * p->seqlen_knew;
