@@ -211,11 +211,15 @@ static int launch_sm90(const kvattn_params *p, const kv_attn_args *a, kv_item_li
     return KVATTN_OK;
 }
 
+/* Packed query rows of the longest sequence at most (total_q or seqlen_q, times G): no more than KV_DECODE_ROWS
+ * means the call has only decode items */
+static int64_t attn_max_rows(const kvattn_params *p) {
+    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
+    return (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
+}
 /* Whether a call with both lists runs the decode kernel first (see launch_fast) */
 static bool attn_decode_first(const kvattn_params *p, const kv_device_info *dev) {
-    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
-    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
-    return max_rows > KV_DECODE_ROWS && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch;
+    return attn_max_rows(p) > KV_DECODE_ROWS && dev->overlap && p->cu_seqlens_q && p->total_q <= p->batch;
 }
 
 /* The scheduler (with the finalize step), then the prefill kernel over the prefill items and the decode kernel
@@ -248,15 +252,13 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     }
     /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
      * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
-    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
-    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
     /* decode-first order: a varlen call with no more query rows than sequences is (almost surely) a decode step,
      * whose prefill list is empty; the prefill kernel then runs after the decode kernel (its blocks start as the
      * decode blocks end, find no item and exit) instead of delaying the decode kernel's start by ~1.5 us. Any
      * prefill items of such a call are still computed, only later. Otherwise the prefill kernel goes first (the
      * inflight step: long prompts first, decode blocks fill the SMs they leave). The second kernel of either order
      * does not wait for the first (see kv_attn_kernel). */
-    const bool both = max_rows > KV_DECODE_ROWS;
+    const bool both = attn_max_rows(p) > KV_DECODE_ROWS;
     const bool decode_first = attn_decode_first(p, dev);
     auto launch_prefill = [&](int32_t no_wait) -> int {
         a.no_wait = no_wait | early; /* early: only in decode-first order (kv_attn_early); starts on sched_done */
@@ -396,10 +398,7 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
  * append kernel the attention must wait for it, and it for every check, so those calls keep the plain order. */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
     if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
-    const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)p->batch * p->seqlen_knew;
-    const int64_t G = p->num_heads / (p->num_kv_heads > 0 ? p->num_kv_heads : 1);
-    const int64_t max_rows = (p->cu_seqlens_q ? (int64_t)p->total_q : (int64_t)p->seqlen_q) * G;
-    return new_rows == 0 && (max_rows <= KV_DECODE_ROWS || attn_decode_first(p, dev)) ? 1 : 0;
+    return kv_new_rows(p) == 0 && (attn_max_rows(p) <= KV_DECODE_ROWS || attn_decode_first(p, dev)) ? 1 : 0;
 }
 
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,

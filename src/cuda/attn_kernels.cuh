@@ -489,7 +489,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
          * the page-slot pass and the finalize step follow once the items are out. A sequence that then fails
          * still has items: the decode kernel computes them but writes nothing of it (kv_seq_verdict). s_ok holds
          * "passed kv_check_seq" here; a cu_seqlens failure anywhere fails every sequence, as in the finalize. */
-        int bad_cu = 0;
+        int bad_cu = 0; /* (fused_check runs kv_check_seq again after the lists: its smem is the item pass's) */
         for (int b = tid; b < B; b += KV_SCHED_THREADS) {
             int32_t lo, hi;
             const int f = kv_check_seq(p, b, &lo, &hi);

@@ -335,7 +335,7 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
     if (st != KVATTN_OK || B == 0) return st;
 
     /* (3) append the new tokens of the ok sequences */
-    const int64_t new_rows = !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)B * p->seqlen_knew;
+    const int64_t new_rows = kv_new_rows(p);
     if (new_rows > 0 && p->num_kv_heads > 0) {
         const int chunks = (p->head_dim + 7) / 8;
         const int units_per_block = KV_APPEND_THREADS / chunks;

@@ -111,6 +111,10 @@ int kv_device_info_get(kv_device_info *info); /* backend.cu */
  *   [attn_offset, ...)          the attention half's own scratch (items, partial outputs), size from
  *                               kv_attn_workspace_bytes() */
 size_t kv_ws_attn_offset(const kvattn_params *p);
+/* Rows of k_new / v_new this call appends (0: no append kernel runs). */
+static inline int64_t kv_new_rows(const kvattn_params *p) {
+    return !p->k_new ? 0 : p->cu_seqlens_knew ? p->total_knew : (int64_t)p->batch * p->seqlen_knew;
+}
 
 /* attn.cu: scratch the attention half needs for these params on this device (depends on arguments only). */
 size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev);
