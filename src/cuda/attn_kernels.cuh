@@ -37,6 +37,15 @@ static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a th
 typedef struct __align__(16) kv_item { /* 16-byte aligned: written and read as two 16-byte words */
     int32_t b, kv_head, row0, nrows, klo, khi, part, comb;
 } kv_item;
+/* Item idx of a list written by this call's scheduler: two 16-byte loads from L2 (__ldcg: never a stale L1 line) */
+static __device__ __forceinline__ kv_item kv_item_ldcg(const kv_item *list, int idx) {
+    const int4 *src = (const int4 *)(list + idx);
+    const int4 lo = __ldcg(src), hi = __ldcg(src + 1);
+    kv_item it;
+    it.b = lo.x; it.kv_head = lo.y; it.row0 = lo.z; it.nrows = lo.w;
+    it.klo = hi.x; it.khi = hi.y; it.part = hi.z; it.comb = hi.w;
+    return it;
+}
 /* One combine task: the nsplit pieces of packed rows [row0, row0+nrows) of (b, kv_head), partial rows
  * part_base + s * nrows + rr, merged in split order s = 0, 1, ... */
 typedef struct __align__(16) kv_combine {
@@ -1383,13 +1392,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         __syncthreads();
         const int idx = s_item;
         if (idx >= n) break;
-        kv_item it;
-        {
-            const int4 *src = (const int4 *)(list + idx);
-            const int4 lo = __ldcg(src), hi = __ldcg(src + 1);
-            it.b = lo.x; it.kv_head = lo.y; it.row0 = lo.z; it.nrows = lo.w;
-            it.klo = hi.x; it.khi = hi.y; it.part = hi.z; it.comb = hi.w;
-        }
+        const kv_item it = kv_item_ldcg(list, idx);
         const unsigned long long t_item = KV_TL_NOW();
         (void)t_item;
         kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);

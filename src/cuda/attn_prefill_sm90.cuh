@@ -624,13 +624,7 @@ __global__ void __launch_bounds__(256, 1)
     __syncthreads();
     int idx = s_item;
     while (idx < count) {
-        kv_item it;
-        {
-            const int4 *src = (const int4 *)(list.items + idx);
-            const int4 lo = __ldcg(src), hi = __ldcg(src + 1);
-            it.b = lo.x; it.kv_head = lo.y; it.row0 = lo.z; it.nrows = lo.w;
-            it.klo = hi.x; it.khi = hi.y; it.part = hi.z; it.comb = hi.w;
-        }
+        const kv_item it = kv_item_ldcg(list.items, idx);
         int next = 0;
         if (threadIdx.x == 0) next = atomicAdd(list.counter, 1);
         const unsigned long long t_item = KV_TL_NOW();
