@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(THREADS) k_bulk(shape s, int boxr, const uint1
     extern __shared__ __align__(16) uint16_t smb_raw[]; /* NS stages of K then NS of V, dense rows of D */
     uint16_t *smb = (uint16_t *)(((uintptr_t)smb_raw + 1023) & ~(uintptr_t)1023);
     __shared__ __align__(8) uint64_t bars[NS];
-    const int ELEMS = BN * D;
+    const int ROWP = TMA ? D : D + boxr; /* bulk rows: smem row pitch (boxr = padding elements) */
+    const int ELEMS = BN * ROWP;
     const int tid = threadIdx.x;
     if (tid < NS) mbar_init((uint32_t)__cvta_generic_to_shared(&bars[tid]), 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -201,7 +202,7 @@ __global__ void __launch_bounds__(THREADS) k_bulk(shape s, int boxr, const uint1
                 if (tid == 0) mbar_expect_tx(bar, 2 * BN * D * 2);
                 const int rr = tid & 63;
                 const uint16_t *src = (tid < 64 ? kc : vc) + ((size_t)(row0 + rr) * HK + h) * D;
-                uint16_t *dst = (tid < 64 ? dk : dv) + rr * D;
+                uint16_t *dst = (tid < 64 ? dk : dv) + rr * ROWP;
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                              ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(D * 2), "r"(bar) : "memory");
             } else if (tid == 0) {
@@ -320,7 +321,7 @@ int main(int argc, char **argv) {
     CK(cudaFuncSetAttribute(k_cp<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    const int smem_bulk = 2 * NS * BN * D * 2 + 1024, smem_reg = 2 * 2 * BN * D * 2;
+    const int smem_bulk = 2 * NS * BN * (D + 8) * 2 + 1024, smem_reg = 2 * 2 * BN * D * 2;
     CK(cudaFuncSetAttribute(k_bulk<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bulk));
     CK(cudaFuncSetAttribute(k_bulk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bulk));
     CK(cudaFuncSetAttribute(k_reg, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_reg));
@@ -358,7 +359,7 @@ int main(int argc, char **argv) {
         const variant vs[] = {
             {"seq", -1, 0, 8},      {"cp0 (src-size)", 0, 0, 2}, {"cp1 (pred)", 1, 0, 2},
             {"cp2 (plain)", 2, 0, 2}, {"cp3 (.ca)", 3, 0, 2},     {"cp0 h-major", 0, 1, 2},
-            {"bulk rows", 10, 0, 2},  {"tma box64", 11, 64, 2},   {"tma box16", 12, 16, 2},
+            {"bulk rows", 10, 0, 2},  {"bulk rows pad8", 10, 8, 2},  {"tma box64", 11, 64, 2},   {"tma box16", 12, 16, 2},
             {"reg ldg+sts", 13, 0, 3}, {"tma box64 1/SM", 11, 64, 1}, {"tma box16 1/SM", 12, 16, 1},
             {"cp1 all-heads", 1, 2, 2}, {"cp3 .ca all-hd", 3, 2, 2}, {"cp1 again", 1, 0, 2},
         };
@@ -391,7 +392,7 @@ int main(int argc, char **argv) {
                     if (v.order == 2) s2.splits *= HK;
                     k_cp<3><<<grid, THREADS, smem>>>(s2, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 10) {
-                    k_bulk<0><<<grid, THREADS, smem_bulk>>>(s, 0, kc + c, vc + c, km, vm, out);
+                    k_bulk<0><<<grid, THREADS, smem_bulk>>>(s, v.order, kc + c, vc + c, km, vm, out);
                 } else if (v.kind == 11 || v.kind == 12) {
                     k_bulk<1><<<grid, THREADS, smem_bulk>>>(s, v.order, kc + c, vc + c, km, vm, out);
                 } else {
