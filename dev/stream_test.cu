@@ -101,7 +101,10 @@ static __device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool 
     }
 }
 
-template <int MODE>
+/* MAP: which 16-byte chunks a warp's copy instruction covers (order 0/1 only): 0 = two whole rows (lanes 0-15 row r,
+ * 16-31 row r + 1; the decode kernel's mapping), 1 = the same half (128 bytes) of four rows, 2 = two rows with the
+ * lanes interleaved (lane l: row l % 2, chunk l / 2), 3 = row r of K (lanes 0-15) and row r of V (lanes 16-31). */
+template <int MODE, int MAP = 0>
 __global__ void __launch_bounds__(THREADS) k_cp(shape s, int order, const uint16_t *kc, const uint16_t *vc, unsigned *out) {
     extern __shared__ __align__(16) uint16_t sm[]; /* NS stages of K then NS of V, rows of D + 8 */
     const int ROW = D + 8, ELEMS = BN * ROW;
@@ -124,6 +127,24 @@ __global__ void __launch_bounds__(THREADS) k_cp(shape s, int order, const uint16
         const int n_kt = (t1 - t0) / rows_per_tile;
         auto load = [&](int kt, int st) {
             uint16_t *dk = sm + st * ELEMS, *dv = sm + (NS + st) * ELEMS;
+            if (MAP != 0 && order != 2) {
+                const int w = tid >> 5, lane = tid & 31;
+#pragma unroll
+                for (int k = 0; k < 2 * BN * CH / THREADS; k++) { /* 16 copies per thread */
+                    int rr, c0, isv;
+                    if (MAP == 1) {
+                        rr = ((k >> 1) & 3) * 16 + w * 4 + (lane >> 3); c0 = ((k & 1) * 8 + (lane & 7)) * 8; isv = k >> 3;
+                    } else if (MAP == 2) {
+                        rr = (k & 7) * 8 + w * 2 + (lane & 1); c0 = (lane >> 1) * 8; isv = k >> 3;
+                    } else {
+                        rr = k * 4 + w; c0 = (lane & 15) * 8; isv = lane >> 4;
+                    }
+                    const size_t off = ((size_t)b * s.S + t0 + kt * BN + rr) * HK * D + (size_t)h * D + c0;
+                    cp16<MODE>((uint32_t)__cvta_generic_to_shared((isv ? dv : dk) + rr * ROW + c0), (isv ? vc : kc) + off,
+                               true);
+                }
+                return;
+            }
 #pragma unroll
             for (int k = 0; k < BN * CH / THREADS; k++) {
                 const int e = tid + k * THREADS, rr = e / CH, c0 = (e % CH) * 8;
@@ -323,6 +344,9 @@ int main(int argc, char **argv) {
     CK(cudaFuncSetAttribute(k_cp<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<1, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const int smem_bulk = 2 * NS * BN * (D + 8) * 2 + 1024, smem_reg = 2 * 2 * BN * D * 2;
     CK(cudaFuncSetAttribute(k_bulk<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bulk));
     CK(cudaFuncSetAttribute(k_bulk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bulk));
@@ -364,6 +388,7 @@ int main(int argc, char **argv) {
             {"bulk rows", 10, 0, 2},  {"bulk rows pad8", 10, 8, 2},  {"tma box64", 11, 64, 2},   {"tma box16", 12, 16, 2},
             {"reg ldg+sts", 13, 0, 3}, {"tma box64 1/SM", 11, 64, 1}, {"tma box16 1/SM", 12, 16, 1},
             {"cp1 all-heads", 1, 2, 2}, {"cp3 .ca all-hd", 3, 2, 2}, {"cp1 again", 1, 0, 2},
+            {"cp1 map1 4x128", 21, 0, 2}, {"cp1 map2 interl", 22, 0, 2}, {"cp1 map3 K|V", 23, 0, 2},
         };
         double seq_tbs = 0;
         for (const variant &v : vs) {
@@ -393,6 +418,12 @@ int main(int argc, char **argv) {
                     shape s2 = s;
                     if (v.order == 2) s2.splits *= HK;
                     k_cp<3><<<grid, THREADS, smem>>>(s2, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 21) {
+                    k_cp<1, 1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 22) {
+                    k_cp<1, 2><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 23) {
+                    k_cp<1, 3><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 10) {
                     k_bulk<0><<<grid, THREADS, smem_bulk>>>(s, v.order, kc + c, vc + c, km, vm, out);
                 } else if (v.kind == 11 || v.kind == 12) {

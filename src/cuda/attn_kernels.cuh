@@ -90,13 +90,28 @@ static __device__ __forceinline__ uint32_t kv_smem_u32(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 /* 16-byte async copy global -> shared of row address `row` + `off` bytes; row = 0 stores 16 zero bytes and reads
- * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. */
+ * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. CA: the
+ * .ca form (through L1: one L2 request per 128-byte line) instead of .cg (L1 bypassed: 24 L2 sectors requested
+ * per warp's 16 sectors of data, ncu), see KV_DECODE_CA. */
+template <bool CA = false>
 static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row, uint64_t off) {
-    asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
-                 "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
-                 "l"(row), "l"(row + off)
-                 : "memory");
+    if (CA)
+        asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
+                     "cp.async.ca.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
+                     "l"(row), "l"(row + off)
+                     : "memory");
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
+                     "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
+                     "l"(row), "l"(row + off)
+                     : "memory");
 }
+/* Which rows of a decode item are copied by cp.async.ca: bit 0 K, bit 1 V (the others by .cg). K by .ca and V by
+ * .cg (1) took 64x4096 from ~282 to ~266 us on the H200, where both .ca (3) or both .cg (0) did not (v36,
+ * attn_notes.md, tenth session); a build may pick another mix with -DKV_DECODE_CA=n. */
+#ifndef KV_DECODE_CA
+#define KV_DECODE_CA 1
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -851,7 +866,8 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
 /* ---- the attention kernel ------------------------------------------------------------------------------
  * Persistent over one list (decode or prefill): each block takes items in list order from a counter. Per item:
  * 1. Q tile (packed rows, rotary applied at position S + n_new - n_q + i, rounded to T) -> smem;
- * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async, each row's address
+ * 2. KV tiles [klo/64, ceil(khi/64)) stream through NS smem stages by 16-byte cp.async (decode items: K rows by
+ *    .ca, V rows by .cg, see KV_DECODE_CA), each row's address
  *    from kv_row_addresser (block-table entry read a tile ahead; rows outside [klo, khi) or with address 0 are
  *    zero-filled, never read);
  * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
@@ -981,8 +997,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                 for (int k = 0; k < KV_BN / RSTEP; k++) {
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
-                    kv_copy16_row(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask, (uint64_t)my_c0 * 2);
-                    kv_copy16_row(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1)>(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask,
+                                                                 (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2)>(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask,
+                                                                 (uint64_t)my_c0 * 2);
                 }
             } else {
 #pragma unroll
