@@ -651,12 +651,14 @@ static void bench() {
     struct Dec { int B, L, page; } decs[] = {{64, 4096, 16}, {64, 4096, 0}, {64, 4096, 1}, {64, 4096, 256},
                                               {8, 8192, 16},  {8, 8192, 0},  {1, 32768, 16}, {128, 2048, 16},
                                               {256, 1024, 16}, {64, 16384, 16}};
+    const int HD = getenv("KVATTN_BENCH_D") ? atoi(getenv("KVATTN_BENCH_D")) : 128; /* head dim of the decodes */
+    printf("decode head dim %d\n", HD);
     for (auto &d : decs) {
-        Problem P = make(d.B, 32, 8, 128, d.page, KVATTN_BF16);
+        Problem P = make(d.B, 32, 8, HD, d.page, KVATTN_BF16);
         for (int b = 0; b < d.B; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = d.L - 1; }
         build(P, false);
         const double ms = time_ms(P, 20);
-        const double bytes = (double)d.B * d.L * 8 * 128 * 2 * 2;
+        const double bytes = (double)d.B * d.L * 8 * HD * 2 * 2;
         const double tb = bytes / (ms * 1e-3) / 1e12;
         printf("decode B=%-3d L=%-6d page=%-3d  %8.1f us  %.2f TB/s  %.0f%% of read ceiling\n", d.B, d.L, d.page,
                ms * 1e3, tb, 100 * tb / ceil_tb);
