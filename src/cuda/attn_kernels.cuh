@@ -107,7 +107,7 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
                      : "memory");
 }
 /* Which rows of a decode item are copied by cp.async.ca: bit 0 K, bit 1 V (the others by .cg). K by .ca and V by
- * .cg (1) took 64x4096 from ~282 to ~266 us on the H200, where both .ca (3) or both .cg (0) did not (v36,
+ * .cg (1) took 64x4096 from ~282 to ~266 us on the H200; both by .ca (3) was no faster than both by .cg (0) (v36,
  * attn_notes.md, tenth session); a build may pick another mix with -DKV_DECODE_CA=n. */
 #ifndef KV_DECODE_CA
 #define KV_DECODE_CA 1
@@ -1380,8 +1380,10 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
      * prefill kernel of the same call (KV_NO_WAIT_DECODE) does not wait for it: it needs nothing the prefill
      * kernel writes, and it is dispatched only once every prefill block has passed its own wait, i.e. after the
      * scheduler and the append kernel completed; so its blocks take the SMs that prefill blocks leave. The same
-     * holds for a prefill kernel after the decode kernel (KV_NO_WAIT_PREFILL, decode-first order). Whatever this
-     * call's earlier kernels wrote is then read from L2 (__ldcg), never from a possibly stale L1 line. */
+     * holds for a prefill kernel after the decode kernel (KV_NO_WAIT_PREFILL, decode-first order). The lists this
+     * call's scheduler wrote are read from L2 (__ldcg), never from a possibly stale L1 line. The K rows of decode
+     * items go through L1 (KV_DECODE_CA), like the q tile and the block-table entries: every grid that wrote
+     * them (the append kernel, earlier calls) completed before this grid was launched. */
     KV_TL(DECODE ? 2 : 1, 0, Min);
     if (EARLY) {
         /* early start (a decode step without an append kernel, checks fused into the scheduler; kv_attn_early):
