@@ -24,6 +24,7 @@ static int g_max_pages, g_num_pages;
 static void *g_kc, *g_vc;          /* device pool */
 static uint16_t *g_kc_h, *g_vc_h;  /* host copy of the initial pool (the reference reads it) */
 static seqdata g_seq[NSEQ];
+static int g_no_append; /* 1: calls append nothing (k_new NULL): decode steps of the early start and lean path */
 
 /* Runs the sequences ids[0..n) as one batch; returns out rows [total_q, H, D] and lse [H, total_q] (host). */
 static int run_batch(const int *ids, int n, int batch_invariant, int num_splits, uint16_t **out_h, float **lse_h,
@@ -89,6 +90,11 @@ static int run_batch(const int *ids, int n, int batch_invariant, int num_splits,
     p.page_size = PS;
     p.cache_seqlens = dsl;
     p.causal = 1;
+    if (g_no_append) {
+        p.k_new = p.v_new = NULL;
+        p.cu_seqlens_knew = NULL;
+        p.total_knew = 0;
+    }
     p.num_splits = num_splits;
     p.batch_invariant = batch_invariant;
     p.out = dout;
@@ -180,6 +186,11 @@ static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
     p.page_size = PS;
     p.cache_seqlens = sl;
     p.causal = 1;
+    if (g_no_append) {
+        p.k_new = p.v_new = NULL;
+        p.cu_seqlens_knew = NULL;
+        p.total_knew = 0;
+    }
     double *oref = calloc((size_t)s->n_q * H * D, sizeof(double)), *lref = calloc((size_t)s->n_q * H, sizeof(double));
     if (kvref_forward(&p, oref, lref)) kvt_failf("reference rejected the target (test bug)");
     const double u = ldexp(1.0, -8);
@@ -202,7 +213,7 @@ static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
 
 int main(void) {
     kvt_init("test_cuda_invariance");
-    if (!cu_gpu_or_skip(6)) return kvt_finish();
+    if (!cu_gpu_or_skip(8)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
     /* sequences: 0 = long target (S 20000, 5 queries), 1 = short decode target; the rest varied */
     const int nq_choices[6] = {1, 1, 1, 3, 7, 64};
@@ -319,6 +330,68 @@ int main(void) {
         }
         kvt_case_end();
     }
+    /* Decode steps without an append (early start). With at most KV_LEAN_SEQS (64) sequences, all of one decode
+     * tile, one warp of the scheduler plans the batch (the lean path); above that, or with a taller sequence, the
+     * general passes do. Both must give every sequence the same pieces, so the same bits. */
+    g_no_append = 1;
+    int dec[NSEQ], ndec = 0, longest = -1, spare = -1;
+    for (int i = 1; i < NSEQ; i++) {
+        if (g_seq[i].n_q == 1) {
+            if (longest < 0 || g_seq[i].S > g_seq[longest].S) longest = i;
+            if (ndec < 64) dec[ndec++] = i;
+        } else if (spare < 0) {
+            spare = i;
+        }
+    }
+    {
+        kvt_case_begin("no append: %d one-query sequences (lean path) vs the same plus one without queries (general "
+                       "passes), auto split, bits; the longest alone vs the reference", ndec);
+        if (ndec < 64 || spare < 0) kvt_failf("test setup: %d one-query sequences, spare %d", ndec, spare);
+        uint16_t *o1, *o2, *oa;
+        float *l1, *l2, *la;
+        int t1, t2, ta;
+        run_batch(dec, ndec, 0, 0, &o1, &l1, &t1);
+        const int spare_nq = g_seq[spare].n_q;
+        g_seq[spare].n_q = 0;
+        dec[ndec] = spare;
+        run_batch(dec, ndec + 1, 0, 0, &o2, &l2, &t2);
+        g_seq[spare].n_q = spare_nq;
+        for (int i = 0; i < ndec; i++)
+            compare_target("lean (64) vs general (65)", dec[i], o1, l1, row_of(dec, ndec, dec[i]), t1, o2, l2,
+                           row_of(dec, ndec + 1, dec[i]), t2);
+        int alone[1] = {longest};
+        run_batch(alone, 1, 0, 0, &oa, &la, &ta);
+        check_alone_ref(longest, oa, la);
+        free(o1); free(o2); free(oa);
+        free(l1); free(l2); free(la);
+        kvt_case_end();
+    }
+    for (int k = 0; k < 2; k++) {
+        const int target = k == 0 ? 1 : longest;
+        kvt_case_begin("no append, batch invariance, target %d (S=%d): alone and in a batch of 9 (lean path), in "
+                       "a batch of %d (general passes)", target, g_seq[target].S, NSEQ);
+        uint16_t *oa, *ob;
+        float *la, *lb;
+        int ta, tb;
+        int alone[1] = {target};
+        run_batch(alone, 1, 1, 0, &oa, &la, &ta);
+        check_alone_ref(target, oa, la);
+        int nine[9] = {dec[5], dec[9], target, dec[2], dec[30], dec[11], dec[40], dec[3], dec[60]};
+        for (int i = 0; i < 9; i++)
+            if (i != 2 && nine[i] == target) nine[i] = dec[63 - i];
+        run_batch(nine, 9, 1, 0, &ob, &lb, &tb);
+        compare_target("batch of 9 vs alone", target, oa, la, 0, ta, ob, lb, row_of(nine, 9, target), tb);
+        free(ob);
+        free(lb);
+        run_batch(order, NSEQ, 1, 0, &ob, &lb, &tb);
+        compare_target("batch of 200 vs alone", target, oa, la, 0, ta, ob, lb, row_of(order, NSEQ, target), tb);
+        free(ob);
+        free(lb);
+        free(oa);
+        free(la);
+        kvt_case_end();
+    }
+    g_no_append = 0;
     cudaFree(g_kc);
     cudaFree(g_vc);
     free(g_kc_h);

@@ -246,8 +246,12 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
-        KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel, 1, KV_SCHED_THREADS, 0, stream,
-                                    a.fused_check ? 0 : dev->pdl, *p, a));
+        if (a.no_wait & KV_LEAN_SCHED)
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        else
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
         return KVATTN_OK;
     }
     /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
@@ -420,6 +424,8 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
     attn_args_make(&pl, seq_ok, status, attn_ws, &args);
     args.fused_check = fused_check;
     args.no_wait = kv_attn_early(p, dev, fused_check) ? KV_EARLY_START : 0;
+    /* the scheduler's lean path (one warp plans a decode-only batch of few sequences; attn_kernels.cuh) */
+    if (args.no_wait && dev->lean && p->batch <= KV_LEAN_SEQS) args.no_wait |= KV_LEAN_SCHED;
     return launch_fast_any(p, &pl, &args, dev, 0, stream);
 }
 

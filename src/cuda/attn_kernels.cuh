@@ -22,6 +22,10 @@
  * decode kernel starts on the scheduler's items_ready flag instead of the scheduler's completion and writes a
  * sequence's output only once its seq_ok is final; a prefill kernel after it starts on sched_done (kv_attn_kernel) */
 #define KV_EARLY_START 4
+/* scheduler only (set with KV_EARLY_START for B <= KV_LEAN_SEQS): one warp plans the batch when every live
+ * sequence has a single decode tile (kv_attn_schedule_kernel); otherwise the general passes run */
+#define KV_LEAN_SCHED 8
+#define KV_LEAN_SEQS 32
 #define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
@@ -353,6 +357,50 @@ static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a
     (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item(q, kh, k);
 }
 
+/* The auto split's chunk in KV tiles from the batch's KV work (tiles x kv heads, summed): no piece longer than a
+ * block's fair share, none shorter than KV_MIN_CHUNK_TILES. int32 (clamped): the item passes divide by it (64-bit
+ * divisions are calls). */
+static __device__ __forceinline__ int32_t kv_sched_chunk(unsigned long long w, int32_t split_blocks) {
+    int32_t chunk = KV_MIN_CHUNK_TILES;
+    const unsigned long long n = (unsigned long long)KV_SPLIT_PIECES_PER_CTA * (unsigned)max(split_blocks, 1);
+    const unsigned long long c = w + n - 1 <= 0xffffffffull ? (unsigned)(w + n - 1) / (unsigned)n : (w + n - 1) / n;
+    if (c > (unsigned long long)chunk) chunk = c > 0x7fffffffull ? 0x7fffffff : (int32_t)c;
+    return chunk;
+}
+/* THE split of one query tile (rows packed rows of sequence s, key range kr): its pieces, [klo + k * span, ...)
+ * in auto mode, fixed key blocks of inv_block keys in batch-invariant mode (0: not split that way), and its
+ * bucket (piece length in KV tiles, capped) for the list order. Both scheduler paths use it, so that a sequence
+ * gets the same pieces whichever path plans it (batch invariance, determinism). */
+static __device__ __forceinline__ void kv_sched_split(const kvattn_params &p, const kv_seq &s, int32_t rows,
+                                                      const kv_range &kr, int32_t chunk, int32_t *npieces,
+                                                      int32_t *span, int32_t *inv_block, int32_t *bucket) {
+    const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+    *npieces = 1;
+    *span = 0;
+    *inv_block = 0;
+    if (p.num_splits != 1 && kr.hi > kr.lo) {
+        if (p.batch_invariant) {
+            if (rows <= KV_PREFILL_ROWS) { /* fixed, not the variant's tile: invariance across variants */
+                const int32_t s_k = s.S + s.n_new - s.L;
+                int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
+                if (p.num_splits > 1 && nb > p.num_splits)
+                    nb = nb / p.num_splits + (nb % p.num_splits != 0);
+                else
+                    nb = 1;
+                *inv_block = nb * KV_INV_SPLIT_KEYS;
+                *npieces = (int32_t)((kr.hi - 1) / *inv_block - kr.lo / *inv_block + 1);
+            }
+        } else if (ktiles > chunk) { /* 32-bit: ktiles <= 2^25 + 1, n >= 2, so span fits */
+            int32_t n = ktiles / chunk + (ktiles % chunk != 0);
+            if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
+            const int32_t span_t = ktiles / n + (ktiles % n != 0); /* tiles per piece */
+            *span = span_t * KV_BN;
+            *npieces = ktiles / span_t + (ktiles % span_t != 0);
+        }
+    }
+    *bucket = min((ktiles + *npieces - 1) / *npieces, KV_SCHED_BUCKETS - 1);
+}
+
 /* Reservation of cnt slots from counters[key] (key -1: none), called by every lane of a warp. When all lanes
  * that reserve use one key (a uniform batch: the common case) the warp makes one atomic for all of them (same-
  * address smem atomics serialize); otherwise each lane makes its own. Returns the lane's first slot. */
@@ -391,6 +439,7 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
  * Early start (KV_EARLY_START, kv_attn_early): -1 and 0 move after 3. Steps 1 - 3 use the per-sequence checks
  * alone, the lists are released on items_ready (the decode kernel starts on it), then the page-slot pass and the
  * finalize step run, the prefill items of failed sequences are emptied, and sched_done is released. */
+template <bool LEAN>
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
@@ -403,6 +452,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
     __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
     __shared__ int32_t s_nbig, s_bigpre[KV_SCHED_BIG + 1]; /* their count; exclusive prefix of their item counts */
+    __shared__ int32_t s_lean; /* the lean path planned the batch (KV_LEAN_SCHED) */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
     const bool early = (a.no_wait & KV_EARLY_START) != 0; /* fused checks, B <= KV_SCHED_SEQS (kv_attn_early) */
@@ -504,6 +554,99 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
 #endif
     };
     const bool cached = B <= KV_SCHED_SEQS;
+    /* The lean path (LEAN, KV_LEAN_SCHED: early start, B <= KV_LEAN_SEQS): warp 0 alone does what steps 1 - 3 do,
+     * for a batch whose live sequences all have one decode tile (packed rows <= KV_DECODE_ROWS; otherwise it
+     * returns 0 and the general passes run). Lane b plans sequence b: the per-sequence checks, the work and chunk
+     * by warp reductions, the tile's pieces by kv_sched_split (the general passes' split, so the same pieces), the
+     * list order (descending piece length, then sequence) by a rank over the warp, partial rows and combine tasks
+     * by warp scans; the tiles go to s_big for the block-wide item writes below. No block barrier and no smem
+     * atomic on the way, and little code: the scheduler runs once per call from cold instruction caches, and its
+     * general passes take ~18 kcycles before the lists are out even for 8 sequences (attn_notes.md). */
+    auto lean_plan = [&]() -> int {
+        const int lane = tid;
+        const int b = lane;
+        kv_seq sq = {};
+        int fl = 0;
+        if (b < B) { /* every read before any branch on them */
+            int32_t lo, hi;
+            fl = kv_check_seq(p, b, &lo, &hi);
+            sq = kv_seq_get(&p, b);
+        }
+        const bool bad_cu = __any_sync(0xffffffffu, fl & KVATTN_FLAG_BAD_CU_SEQLENS);
+        KV_TLS(11); /* the lean path's reads */
+        const bool ok = b < B && fl == 0 && !bad_cu;
+        if (b < B) s_ok[b] = ok;
+        const int32_t rows = ok ? kv_seq_rows(p, sq, G) : 0;
+        if (__any_sync(0xffffffffu, rows > KV_DECODE_ROWS)) return 0; /* a prefill tile: the general passes */
+        const int64_t s_k = (int64_t)sq.S + sq.n_new - sq.L;
+        unsigned long long work =
+            rows ? (unsigned long long)Hk * (unsigned long long)max((int64_t)1, (s_k + KV_BN - 1) / KV_BN) : 0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) work += __shfl_xor_sync(0xffffffffu, work, o);
+        const int32_t chunk = kv_sched_chunk(work, a.split_blocks);
+        kv_sched_tile q;
+        q.b = b;
+        q.row0 = 0;
+        q.nrows = rows;
+        q.klo = q.khi = 0;
+        q.span = q.inv_block = 0;
+        q.npieces = 0;
+        q.part_base = q.comb0 = -1;
+        q.dec = 1;
+        int32_t n = 0, key = 0x7fffffff;
+        if (rows) {
+            const kv_range kr = kv_tile_keys(p, sq, G, 0, rows);
+            int32_t bucket;
+            kv_sched_split(p, sq, rows, kr, chunk, &q.npieces, &q.span, &q.inv_block, &bucket);
+            q.klo = kr.lo;
+            q.khi = kr.hi;
+            n = q.npieces * Hk;
+            key = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b; /* unique; longest pieces first */
+        }
+        /* first: the items of every tile ordered before this one (s_bucket as scratch: keys, then item counts) */
+        s_bucket[lane] = key;
+        s_bucket[32 + lane] = n;
+        __syncwarp();
+        int32_t first = 0;
+#pragma unroll 4
+        for (int o = 0; o < 32; o++) first += s_bucket[o] < key ? s_bucket[32 + o] : 0;
+        KV_TLS(6); /* the lean path's plan and rank */
+        const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
+        const bool split = fits && q.npieces > 1;
+        const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
+        const int32_t ip = kv_warp_incl_scan(cp, lane), ic = kv_warp_incl_scan(cc, lane);
+        const int32_t total_comb = __shfl_sync(0xffffffffu, ic, 31);
+        int ov = n > 0 && !fits ? 2 : 0;
+        if (split && (int64_t)ip <= a.max_part_rows && (int64_t)ic <= a.max_combine) {
+            q.part_base = ip - cp;
+            q.comb0 = ic - cc;
+        } else if (split) {
+            ov |= 1; /* cannot happen when the bounds are right: piece 0 does it all */
+        }
+        q.first = first;
+        if (!fits) q.npieces = 0; /* no items written */
+        if (b < B) s_big[b] = q;
+        int32_t total = n, cut = n > 0 && !fits ? first : 0x7fffffff; /* never hand out unwritten slots */
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            total += __shfl_xor_sync(0xffffffffu, total, o);
+            cut = min(cut, __shfl_xor_sync(0xffffffffu, cut, o));
+            ov |= __shfl_xor_sync(0xffffffffu, ov, o);
+        }
+        if (lane == 0) {
+            s_items = total;
+            s_items_cut = cut;
+            s_pitems = 0;
+            s_pitems_cut = 0x7fffffff;
+            s_combine = total_comb;
+            s_overflow = ov;
+            s_nbig = B;
+        }
+        KV_TLS(12); /* the lean path's end */
+        return 1;
+    };
+    static_assert(KV_LEAN_SEQS == 32 && KV_LEAN_SEQS <= KV_SCHED_BIG && 2 * 32 <= 2 * KV_SCHED_BUCKETS, "lean path");
+    bool lean = false;
     if (!early) {
         if (a.fused_check) fused_check();
         kv_finalize_block(B, (int8_t *)a.seq_ok, a.status, a.fused_check ? s_sk : NULL, s_ok,
@@ -513,236 +656,219 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
          * the page-slot pass and the finalize step follow once the items are out. A sequence that then fails
          * still has items: the decode kernel computes them but writes nothing of it (kv_seq_verdict). s_ok holds
          * "passed kv_check_seq" here; a cu_seqlens failure anywhere fails every sequence, as in the finalize. */
-        int bad_cu = 0; /* (fused_check runs kv_check_seq again after the lists: its smem is the item pass's) */
-        for (int b = tid; b < B; b += KV_SCHED_THREADS) {
-            int32_t lo, hi;
-            const int f = kv_check_seq(p, b, &lo, &hi);
-            s_ok[b] = f == 0;
-            bad_cu |= f & KVATTN_FLAG_BAD_CU_SEQLENS;
+        if constexpr (LEAN) {
+            if (tid < 32) {
+                const int r = lean_plan();
+                if (tid == 0) s_lean = r;
+            }
+            __syncthreads();
+            lean = s_lean != 0;
         }
-        if (__syncthreads_or(bad_cu))
-            for (int b = tid; b < B; b += KV_SCHED_THREADS) s_ok[b] = 0; /* this thread's own entries */
+        if (!lean) {
+            int bad_cu = 0; /* (fused_check runs kv_check_seq again after the lists: its smem is the item pass's) */
+            for (int b = tid; b < B; b += KV_SCHED_THREADS) {
+                int32_t lo, hi;
+                const int f = kv_check_seq(p, b, &lo, &hi);
+                s_ok[b] = f == 0;
+                bad_cu |= f & KVATTN_FLAG_BAD_CU_SEQLENS;
+            }
+            if (__syncthreads_or(bad_cu))
+                for (int b = tid; b < B; b += KV_SCHED_THREADS) s_ok[b] = 0; /* this thread's own entries */
+        }
     }
     KV_TLS(5);
-    if (tid == 0) {
-        s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
-        s_items_cut = s_pitems_cut = 0x7fffffff;
-        s_nbig = 0;
-    }
-    __syncthreads();
 
-    /* 1. tiles per sequence, scanned */
-    int32_t *pre = cached ? s_pre : a.tile_prefix;
-    const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
-    const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
-    int32_t my_tiles = 0;
-    unsigned long long my_work = 0;
-    for (int b = b_begin; b < b_end; b++) {
-        const bool ok = cached ? s_ok[b] : a.seq_ok[b];
-        const kv_seq s = kv_seq_get(&p, b);
-        const int32_t rows = ok ? kv_seq_rows(p, s, G) : 0;
-        if (cached) {
-            s_nq[b] = rows ? s.n_q : 0;
-            s_sk[b] = s.S + s.n_new - s.L;
-        }
-        if (rows == 0) continue;
-        const int32_t tiles = (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
-        const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
-        my_tiles += tiles;
-        my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
-    }
-#ifdef KVATTN_TIMELINE
-    __syncthreads();
-    KV_TLS(11); /* the facts loop */
-#endif
-    /* the block's work (one 64-bit smem atomic per warp: they serialize), then the exclusive scan of my_tiles */
     const int lane = tid & 31, wid = tid >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) my_work += __shfl_xor_sync(0xffffffffu, my_work, o);
-    if (lane == 0 && my_work) atomicAdd(&s_work, my_work);
-    {
-        int32_t acc = kv_block_excl_scan(my_tiles, s_scan, &s_total);
+    if (!lean) {
+        if (tid == 0) {
+            s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
+            s_items_cut = s_pitems_cut = 0x7fffffff;
+            s_nbig = 0;
+        }
+        __syncthreads();
+
+        /* 1. tiles per sequence, scanned */
+        int32_t *pre = cached ? s_pre : a.tile_prefix;
+        const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
+        const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
+        int32_t my_tiles = 0;
+        unsigned long long my_work = 0;
         for (int b = b_begin; b < b_end; b++) {
-            pre[b] = acc;
-            int32_t rows;
+            const bool ok = cached ? s_ok[b] : a.seq_ok[b];
+            const kv_seq s = kv_seq_get(&p, b);
+            const int32_t rows = ok ? kv_seq_rows(p, s, G) : 0;
             if (cached) {
-                kv_seq s;
-                s.n_q = s_nq[b];
-                rows = kv_seq_rows(p, s, G);
-            } else {
-                const kv_seq s = kv_seq_get(&p, b);
-                rows = a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
+                s_nq[b] = rows ? s.n_q : 0;
+                s_sk[b] = s.S + s.n_new - s.L;
             }
-            if (rows) acc += (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
+            if (rows == 0) continue;
+            const int32_t tiles = (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
+            const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
+            my_tiles += tiles;
+            my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
         }
-        if (tid == 0) pre[B] = s_total;
-    }
-    __threadfence_block();
-    __syncthreads();
-    KV_TLS(6);
-    const int32_t total_tiles = s_total;
-
-    /* 2. the auto chunk (KV tiles per piece) */
-    int32_t chunk = KV_MIN_CHUNK_TILES; /* int32 (clamped): the item pass divides by it (64-bit divisions are calls) */
-    {
-        const unsigned long long w = s_work;
-        const unsigned long long n = (unsigned long long)KV_SPLIT_PIECES_PER_CTA * (unsigned)max(a.split_blocks, 1);
-        const unsigned long long c = w + n - 1 <= 0xffffffffull ? (unsigned)(w + n - 1) / (unsigned)n : (w + n - 1) / n;
-        if (c > (unsigned long long)chunk) chunk = c > 0x7fffffffull ? 0x7fffffff : (int32_t)c;
-    }
-
-    /* 3. items in descending piece length (what a greedy list schedule needs to keep the tail short): pass 0
-     * counts the items per (list, piece length in KV tiles, capped), a scan turns the counts into the start
-     * of each length's range, pass 1 writes the items there */
-    struct tile_plan {
-        int b;
-        int32_t rows, row0, nrows, npieces, span, inv_block, bucket;
-        kv_range kr;
-    };
-    auto plan_tile = [&](int32_t t, tile_plan &tp) -> bool {
-        int lo = 0, hi = B; /* last b with pre[b] <= t, among sequences that own tiles */
-        while (hi - lo > 1) {
-            const int mid = (lo + hi) >> 1;
-            if (pre[mid] <= t) lo = mid; else hi = mid;
-        }
-        const int b = lo;
-        kv_seq s;
-        if (cached) { /* only the fields the item pass uses: n_q and the key count S + n_new - L */
-            s.n_q = s_nq[b];
-            s.S = s_sk[b];
-            s.n_new = 0;
-            s.L = 0;
-        } else {
-            s = kv_seq_get(&p, b);
-        }
-        tp.b = b;
-        tp.rows = kv_seq_rows(p, s, G);
-        const int tm = kv_tile_rows(tp.rows, a.prefill_rows);
-        tp.row0 = (t - pre[b]) * tm;
-        if (tp.rows == 0 || tp.row0 >= tp.rows) return false; /* cannot happen for a consistent prefix */
-        tp.nrows = min(tm, tp.rows - tp.row0);
-        const kv_range kr = kv_tile_keys(p, s, G, tp.row0, tp.nrows);
-        tp.kr = kr;
-        /* pieces: [klo + k * span, ...) in auto mode; fixed key blocks in batch-invariant mode */
-        const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
-        tp.npieces = 1;
-        tp.span = 0;
-        tp.inv_block = 0;
-        if (p.num_splits != 1 && kr.hi > kr.lo) {
-            if (p.batch_invariant) {
-                if (tp.rows <= KV_PREFILL_ROWS) { /* fixed, not the variant's tile: invariance across variants */
-                    const int32_t s_k = s.S + s.n_new - s.L;
-                    int32_t nb = (int32_t)kv_ceil_div64(s_k, KV_INV_SPLIT_KEYS);
-                    if (p.num_splits > 1 && nb > p.num_splits)
-                        nb = nb / p.num_splits + (nb % p.num_splits != 0);
-                    else
-                        nb = 1;
-                    tp.inv_block = nb * KV_INV_SPLIT_KEYS;
-                    tp.npieces = (int32_t)((kr.hi - 1) / tp.inv_block - kr.lo / tp.inv_block + 1);
+#ifdef KVATTN_TIMELINE
+        __syncthreads();
+        KV_TLS(11); /* the facts loop */
+#endif
+        /* the block's work (one 64-bit smem atomic per warp: they serialize), then the exclusive scan of my_tiles */
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) my_work += __shfl_xor_sync(0xffffffffu, my_work, o);
+        if (lane == 0 && my_work) atomicAdd(&s_work, my_work);
+        {
+            int32_t acc = kv_block_excl_scan(my_tiles, s_scan, &s_total);
+            for (int b = b_begin; b < b_end; b++) {
+                pre[b] = acc;
+                int32_t rows;
+                if (cached) {
+                    kv_seq s;
+                    s.n_q = s_nq[b];
+                    rows = kv_seq_rows(p, s, G);
+                } else {
+                    const kv_seq s = kv_seq_get(&p, b);
+                    rows = a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
                 }
-            } else if (ktiles > chunk) { /* 32-bit: ktiles <= 2^25 + 1, n >= 2, so span fits */
-                int32_t n = ktiles / chunk + (ktiles % chunk != 0);
-                if (p.num_splits > 1 && n > p.num_splits) n = p.num_splits;
-                const int32_t span_t = ktiles / n + (ktiles % n != 0); /* tiles per piece */
-                tp.span = span_t * KV_BN;
-                tp.npieces = ktiles / span_t + (ktiles % span_t != 0);
+                if (rows) acc += (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
+            }
+            if (tid == 0) pre[B] = s_total;
+        }
+        __threadfence_block();
+        __syncthreads();
+        KV_TLS(6);
+        const int32_t total_tiles = s_total;
+
+        /* 2. the auto chunk (KV tiles per piece) */
+        const int32_t chunk = kv_sched_chunk(s_work, a.split_blocks);
+
+        /* 3. items in descending piece length (what a greedy list schedule needs to keep the tail short): pass 0
+         * counts the items per (list, piece length in KV tiles, capped), a scan turns the counts into the start
+         * of each length's range, pass 1 writes the items there */
+        struct tile_plan {
+            int b;
+            int32_t rows, row0, nrows, npieces, span, inv_block, bucket;
+            kv_range kr;
+        };
+        auto plan_tile = [&](int32_t t, tile_plan &tp) -> bool {
+            int lo = 0, hi = B; /* last b with pre[b] <= t, among sequences that own tiles */
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (pre[mid] <= t) lo = mid; else hi = mid;
+            }
+            const int b = lo;
+            kv_seq s;
+            if (cached) { /* only the fields the item pass uses: n_q and the key count S + n_new - L */
+                s.n_q = s_nq[b];
+                s.S = s_sk[b];
+                s.n_new = 0;
+                s.L = 0;
+            } else {
+                s = kv_seq_get(&p, b);
+            }
+            tp.b = b;
+            tp.rows = kv_seq_rows(p, s, G);
+            const int tm = kv_tile_rows(tp.rows, a.prefill_rows);
+            tp.row0 = (t - pre[b]) * tm;
+            if (tp.rows == 0 || tp.row0 >= tp.rows) return false; /* cannot happen for a consistent prefix */
+            tp.nrows = min(tm, tp.rows - tp.row0);
+            tp.kr = kv_tile_keys(p, s, G, tp.row0, tp.nrows);
+            kv_sched_split(p, s, tp.rows, tp.kr, chunk, &tp.npieces, &tp.span, &tp.inv_block, &tp.bucket);
+            return true;
+        };
+        for (int e = tid; e < 2 * KV_SCHED_BUCKETS; e += KV_SCHED_THREADS) s_bucket[e] = 0;
+        __syncthreads();
+        /* both passes go over the tiles a warp at a time (lane = tile), so that reservations are warp-aggregated:
+         * one smem atomic per (warp, counter), not one per tile (same-address atomics serialize) */
+        auto tile_key = [&](const tile_plan &tp) {
+            return (tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket;
+        };
+        /* with at most one tile per thread (the common case) pass 1 reuses pass 0's plan from registers */
+        const bool one_round = total_tiles <= KV_SCHED_THREADS;
+        tile_plan tp_kept = {};
+        bool v_kept = false;
+        for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
+            tile_plan tp = {};
+            const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
+            kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, v ? tp.npieces * Hk : 0, lane);
+            tp_kept = tp;
+            v_kept = v;
+        }
+        __syncthreads();
+        KV_TLS(12); /* pass 0 */
+        if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
+                           * owns the 8 buckets 255 - 8l ... 248 - 8l */
+            constexpr int PER = KV_SCHED_BUCKETS / 32;
+            int32_t *cnt = s_bucket + wid * KV_SCHED_BUCKETS;
+            int32_t c[PER], sum = 0;
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                c[k] = cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)];
+                sum += c[k];
+            }
+            const int32_t wi = kv_warp_incl_scan(sum, lane);
+            int32_t acc = wi - sum;
+#pragma unroll
+            for (int k = 0; k < PER; k++) {
+                cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)] = acc;
+                acc += c[k];
+            }
+            if (lane == 31) {
+                if (wid == 0) s_items = wi; else s_pitems = wi;
             }
         }
-        tp.bucket = min((ktiles + tp.npieces - 1) / tp.npieces, KV_SCHED_BUCKETS - 1);
-        return true;
-    };
-    for (int e = tid; e < 2 * KV_SCHED_BUCKETS; e += KV_SCHED_THREADS) s_bucket[e] = 0;
-    __syncthreads();
-    /* both passes go over the tiles a warp at a time (lane = tile), so that reservations are warp-aggregated:
-     * one smem atomic per (warp, counter), not one per tile (same-address atomics serialize) */
-    auto tile_key = [&](const tile_plan &tp) { return (tp.rows <= KV_DECODE_ROWS ? 0 : KV_SCHED_BUCKETS) + tp.bucket; };
-    /* with at most one tile per thread (the common case) pass 1 reuses pass 0's plan from registers */
-    const bool one_round = total_tiles <= KV_SCHED_THREADS;
-    tile_plan tp_kept = {};
-    bool v_kept = false;
-    for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
-        tile_plan tp = {};
-        const bool v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
-        kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, v ? tp.npieces * Hk : 0, lane);
-        tp_kept = tp;
-        v_kept = v;
-    }
-    __syncthreads();
-    KV_TLS(12); /* pass 0 */
-    if (tid < 64) { /* exclusive scan of each list's counts, longest pieces first: warp w scans list w, lane l
-                       * owns the 8 buckets 255 - 8l ... 248 - 8l */
-        constexpr int PER = KV_SCHED_BUCKETS / 32;
-        int32_t *cnt = s_bucket + wid * KV_SCHED_BUCKETS;
-        int32_t c[PER], sum = 0;
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            c[k] = cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)];
-            sum += c[k];
-        }
-        const int32_t wi = kv_warp_incl_scan(sum, lane);
-        int32_t acc = wi - sum;
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            cnt[KV_SCHED_BUCKETS - 1 - (lane * PER + k)] = acc;
-            acc += c[k];
-        }
-        if (lane == 31) {
-            if (wid == 0) s_items = wi; else s_pitems = wi;
-        }
-    }
-    __syncthreads();
-    KV_TLS(7);
-    for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
-        tile_plan tp = tp_kept;
-        bool v = v_kept;
-        if (!one_round) {
-            tp = tile_plan{};
-            v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
-        }
-        const bool dec = tp.rows <= KV_DECODE_ROWS;
-        const int32_t n = v ? tp.npieces * Hk : 0;
-        const int32_t first = kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, n, lane);
-        const bool fits = v && (int64_t)first + n <= a.max_items;
-        if (v && !fits) {
-            atomicOr(&s_overflow, 2);
-            atomicMin(dec ? &s_items_cut : &s_pitems_cut, first); /* never hand out its unwritten slots */
-        }
-        const bool split = fits && tp.npieces > 1;
-        int32_t part_base = kv_warp_reserve(&s_part, split ? 0 : -1, split ? tp.npieces * tp.nrows * Hk : 0, lane);
-        int32_t comb0 = kv_warp_reserve(&s_combine, split ? 0 : -1, split ? Hk : 0, lane);
-        if (!split) {
-            part_base = comb0 = -1;
-        } else if ((int64_t)part_base + (int64_t)tp.npieces * tp.nrows * Hk > a.max_part_rows ||
-                   (int64_t)comb0 + Hk > a.max_combine) {
-            atomicOr(&s_overflow, 1); /* cannot happen when the bounds are right: piece 0 does it all */
-            part_base = comb0 = -1;
-        }
-        /* each lane writes its own tile's items, except that a tile of many pieces (a long sequence split for a
-         * small batch) is queued and written by the whole block below */
-        if (fits) {
-            kv_sched_tile q;
-            q.b = tp.b;
-            q.row0 = tp.row0;
-            q.nrows = tp.nrows;
-            q.klo = tp.kr.lo;
-            q.khi = tp.kr.hi;
-            q.span = tp.span;
-            q.inv_block = tp.inv_block;
-            q.npieces = tp.npieces;
-            q.first = first;
-            q.part_base = part_base;
-            q.comb0 = comb0;
-            q.dec = dec;
-            int slot = -1;
-            if (n > KV_SCHED_OWN_ITEMS) {
-                slot = atomicAdd(&s_nbig, 1);
-                if (slot < KV_SCHED_BIG) s_big[slot] = q;
+        __syncthreads();
+        KV_TLS(7);
+        for (int32_t t0 = wid * 32; t0 < total_tiles; t0 += KV_SCHED_THREADS) {
+            tile_plan tp = tp_kept;
+            bool v = v_kept;
+            if (!one_round) {
+                tp = tile_plan{};
+                v = t0 + lane < total_tiles && plan_tile(t0 + lane, tp);
             }
-            if (slot < 0 || slot >= KV_SCHED_BIG) kv_sched_write_tile(a, q, Hk, 0, 1);
+            const bool dec = tp.rows <= KV_DECODE_ROWS;
+            const int32_t n = v ? tp.npieces * Hk : 0;
+            const int32_t first = kv_warp_reserve(s_bucket, v ? tile_key(tp) : -1, n, lane);
+            const bool fits = v && (int64_t)first + n <= a.max_items;
+            if (v && !fits) {
+                atomicOr(&s_overflow, 2);
+                atomicMin(dec ? &s_items_cut : &s_pitems_cut, first); /* never hand out its unwritten slots */
+            }
+            const bool split = fits && tp.npieces > 1;
+            int32_t part_base = kv_warp_reserve(&s_part, split ? 0 : -1, split ? tp.npieces * tp.nrows * Hk : 0, lane);
+            int32_t comb0 = kv_warp_reserve(&s_combine, split ? 0 : -1, split ? Hk : 0, lane);
+            if (!split) {
+                part_base = comb0 = -1;
+            } else if ((int64_t)part_base + (int64_t)tp.npieces * tp.nrows * Hk > a.max_part_rows ||
+                       (int64_t)comb0 + Hk > a.max_combine) {
+                atomicOr(&s_overflow, 1); /* cannot happen when the bounds are right: piece 0 does it all */
+                part_base = comb0 = -1;
+            }
+            /* each lane writes its own tile's items, except that a tile of many pieces (a long sequence split for a
+             * small batch) is queued and written by the whole block below */
+            if (fits) {
+                kv_sched_tile q;
+                q.b = tp.b;
+                q.row0 = tp.row0;
+                q.nrows = tp.nrows;
+                q.klo = tp.kr.lo;
+                q.khi = tp.kr.hi;
+                q.span = tp.span;
+                q.inv_block = tp.inv_block;
+                q.npieces = tp.npieces;
+                q.first = first;
+                q.part_base = part_base;
+                q.comb0 = comb0;
+                q.dec = dec;
+                int slot = -1;
+                if (n > KV_SCHED_OWN_ITEMS) {
+                    slot = atomicAdd(&s_nbig, 1);
+                    if (slot < KV_SCHED_BIG) s_big[slot] = q;
+                }
+                if (slot < 0 || slot >= KV_SCHED_BIG) kv_sched_write_tile(a, q, Hk, 0, 1);
+            }
         }
+        __syncthreads();
+        KV_TLS(13); /* pass 1 */
     }
-    __syncthreads();
-    KV_TLS(13); /* pass 1 */
     /* the queued tiles' items as one flat range over the whole block (a loop over the tiles, each written by the
      * block, made 8x8192 spend ~3 us here: one dependent round of index math and stores per tile) */
     const int nbig = min(s_nbig, KV_SCHED_BIG);

@@ -39,6 +39,8 @@ int kv_device_info_get(kv_device_info *info) {
     d.overlap = d.pdl && !(no_overlap && no_overlap[0] && no_overlap[0] != '0');
     const char *no_early = getenv("KVATTN_NO_EARLY");
     d.early = !(no_early && no_early[0] && no_early[0] != '0');
+    const char *no_lean = getenv("KVATTN_NO_LEAN");
+    d.lean = !(no_lean && no_lean[0] && no_lean[0] != '0');
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     d.sm90 = major == 9 && minor == 0;
@@ -83,6 +85,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.pdl = 0;
         dev.overlap = 0;
         dev.early = 0;
+        dev.lean = 0;
         dev.sm90 = 0;
     }
     return dev;
