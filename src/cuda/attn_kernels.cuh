@@ -124,6 +124,11 @@ static __device__ __forceinline__ int32_t kv_ld_acquire(const int32_t *p) {
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+static __device__ __forceinline__ int32_t kv_ld_relaxed(const int32_t *p) {
+    int32_t v;
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
 static __device__ __forceinline__ void kv_st_release(int32_t *p, int32_t v) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
@@ -1517,8 +1522,15 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
          * thread 0's acquire and the barrier order every thread's list reads after the scheduler's writes. A
          * sequence's output is written only once its seq_ok is final (kv_seq_verdict). A separate instantiation,
          * so that this code leaves the other kernels' register allocation alone (attn_notes.md, eighth session) */
-        if (threadIdx.x == 0)
-            while (kv_ld_acquire(&a.hdr->items_ready) == 0) __nanosleep(64);
+        if (threadIdx.x == 0) {
+            /* relaxed polls, then one fence (an acquire pattern of the PTX memory model). Everything of this call's
+             * scheduler that the kernel reads after the flag is read from L2 (__ldcg, relaxed loads), so ordering
+             * is all it needs; the acquire load this replaces also invalidated the SM's L1 at every poll (CCTL.IVALL
+             * in the SASS) while the co-resident block streamed K rows through it. Measured: ~0.5 - 1 us off the
+             * lean-path shapes over six rounds (attn_notes.md, eleventh session). */
+            while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        }
         __syncthreads();
     } else if (!DECODE && (a.no_wait & KV_EARLY_START)) { /* the prefill kernel after an early decode kernel */
         if (threadIdx.x == 0)
