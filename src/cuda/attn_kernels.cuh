@@ -565,8 +565,9 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
      * by warp reductions, the tile's pieces by kv_sched_split (the general passes' split, so the same pieces), the
      * list order (descending piece length, then sequence) by a rank over the warp, partial rows and combine tasks
      * by warp scans; the tiles go to s_big for the block-wide item writes below. No block barrier and no smem
-     * atomic on the way, and little code: the scheduler runs once per call from cold instruction caches, and its
-     * general passes take ~18 kcycles before the lists are out even for 8 sequences (attn_notes.md). */
+     * atomic on the way, and little code: the general passes take ~18 kcycles before the lists are out even for 8
+     * sequences, this path ~13 (8x8192); an unrolled first form of it grew the kernel by half and slowed the general
+     * passes of every other call by 5 - 8 us, hence also the template (attn_notes.md, eleventh session). */
     auto lean_plan = [&]() -> int {
         const int lane = tid;
         const int b = lane;
@@ -650,7 +651,9 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         KV_TLS(12); /* the lean path's end */
         return 1;
     };
-    static_assert(KV_LEAN_SEQS == 32 && KV_LEAN_SEQS <= KV_SCHED_BIG && 2 * 32 <= 2 * KV_SCHED_BUCKETS, "lean path");
+    /* one sequence per lane of warp 0; its tiles fit the block-wide queue; keys and counts fit s_bucket */
+    static_assert(KV_LEAN_SEQS == 32 && KV_LEAN_SEQS <= KV_SCHED_BIG && 2 * KV_LEAN_SEQS <= 2 * KV_SCHED_BUCKETS,
+                  "lean path");
     bool lean = false;
     if (!early) {
         if (a.fused_check) fused_check();
