@@ -372,6 +372,11 @@ static __device__ __forceinline__ int32_t kv_sched_chunk(unsigned long long w, i
     if (c > (unsigned long long)chunk) chunk = c > 0x7fffffffull ? 0x7fffffff : (int32_t)c;
     return chunk;
 }
+/* The KV work of one query tile of a sequence with s_k keys, for the auto chunk: kv heads x KV tiles (at least
+ * one). Both scheduler paths sum it, so that their chunks, and so their pieces, agree. */
+static __device__ __forceinline__ unsigned long long kv_sched_tile_work(int Hk, int64_t s_k) {
+    return (unsigned long long)Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
+}
 /* THE split of one query tile (rows packed rows of sequence s, key range kr): its pieces, [klo + k * span, ...)
  * in auto mode, fixed key blocks of inv_block keys in batch-invariant mode (0: not split that way), and its
  * bucket (piece length in KV tiles, capped) for the list order. Both scheduler paths use it, so that a sequence
@@ -585,8 +590,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         const int32_t rows = ok ? kv_seq_rows(p, sq, G) : 0;
         if (__any_sync(0xffffffffu, rows > KV_DECODE_ROWS)) return 0; /* a prefill tile: the general passes */
         const int64_t s_k = (int64_t)sq.S + sq.n_new - sq.L;
-        unsigned long long work =
-            rows ? (unsigned long long)Hk * (unsigned long long)max((int64_t)1, (s_k + KV_BN - 1) / KV_BN) : 0;
+        unsigned long long work = rows ? kv_sched_tile_work(Hk, s_k) : 0;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) work += __shfl_xor_sync(0xffffffffu, work, o);
         const int32_t chunk = kv_sched_chunk(work, a.split_blocks);
@@ -713,7 +717,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             const int32_t tiles = (rows + kv_tile_rows(rows, a.prefill_rows) - 1) / kv_tile_rows(rows, a.prefill_rows);
             const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
             my_tiles += tiles;
-            my_work += (unsigned long long)tiles * Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
+            my_work += (unsigned long long)tiles * kv_sched_tile_work(Hk, s_k);
         }
 #ifdef KVATTN_TIMELINE
         __syncthreads();

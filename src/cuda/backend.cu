@@ -16,6 +16,12 @@
 static kv_device_info g_device_info[KV_MAX_DEVICES];
 static int g_device_info_ready[KV_MAX_DEVICES]; /* 0/1, published with release after the fields */
 
+/* A KVATTN_NO_* switch is on when set to anything but empty or "0". */
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && v[0] && v[0] != '0';
+}
+
 int kv_device_info_get(kv_device_info *info) {
     int device = 0;
     KV_CUDA_CHECK_RET(cudaGetDevice(&device));
@@ -33,14 +39,10 @@ int kv_device_info_get(kv_device_info *info) {
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     int major = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    const char *no_pdl = getenv("KVATTN_NO_PDL");
-    d.pdl = major >= 9 && !(no_pdl && no_pdl[0] && no_pdl[0] != '0');
-    const char *no_overlap = getenv("KVATTN_NO_OVERLAP");
-    d.overlap = d.pdl && !(no_overlap && no_overlap[0] && no_overlap[0] != '0');
-    const char *no_early = getenv("KVATTN_NO_EARLY");
-    d.early = !(no_early && no_early[0] && no_early[0] != '0');
-    const char *no_lean = getenv("KVATTN_NO_LEAN");
-    d.lean = !(no_lean && no_lean[0] && no_lean[0] != '0');
+    d.pdl = major >= 9 && !env_on("KVATTN_NO_PDL");
+    d.overlap = d.pdl && !env_on("KVATTN_NO_OVERLAP");
+    d.early = !env_on("KVATTN_NO_EARLY");
+    d.lean = !env_on("KVATTN_NO_LEAN");
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     d.sm90 = major == 9 && minor == 0;
