@@ -1,4 +1,4 @@
-/* bench_cuda.c — the CUDA backend on the H200: decode bandwidth (contiguous and paged 1/16/256), the inflight
+/* bench_cuda.c — the CUDA backend on the H200: decode bandwidth (contiguous and paged 1/16/64/256), the inflight
  * step of PERF.md, and causal prefill TFLOP/s, each against ceilings measured in the same run (a 4 GiB
  * read-only sum with 16-byte loads, and a device-to-device copy). bf16, D = 128, GQA 32/8.
  * Timing: CUDA events around each call, warm-up first, median of many runs, rotating between cache copies so
@@ -473,7 +473,7 @@ int main(int argc, char **argv) {
 
     /* (1) decode */
     static const int shapes[6][2] = {{1, 32768}, {8, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}};
-    static const int layouts[4] = {0, 1, 16, 256}; /* 0 = contiguous, else page size */
+    static const int layouts[5] = {0, 1, 16, 64, 256}; /* 0 = contiguous, else page size */
     static const double fa2[6] = {2.28, 3.25, 2.48, -1, 2.42, 2.45};
     printf("\n(1) decode, one query per sequence, K+V read once\n");
     printf("    isolated: events around one call, stream drained first; b2b: calls back to back, per call; host: enqueue\n");
@@ -490,7 +490,7 @@ int main(int argc, char **argv) {
         fprintf(g_md, "|---|---|---|---|---|---|---|---|---|---|\n");
     }
     for (int si = 0; si < 6; si++)
-        for (int li = 0; li < 4; li++) {
+        for (int li = 0; li < 5; li++) {
             const int B = shapes[si][0], L = shapes[si][1], ps = layouts[li];
             int32_t *nq = malloc((size_t)B * 4), *nn = malloc((size_t)B * 4), *S = malloc((size_t)B * 4);
             for (int b = 0; b < B; b++) {

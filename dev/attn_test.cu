@@ -817,6 +817,11 @@ int main(int argc, char **argv) {
         P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
         return profile_twice(P);
     }
+    if (!strcmp(mode, "profile_8x8192")) { /* decode 8 x 8192 (one-token append: the plain order), for ncu */
+        Problem P = make(8, 32, 8, 128, 16, KVATTN_BF16);
+        for (int b = 0; b < 8; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = 8191; }
+        return profile_twice(P);
+    }
     if (!strcmp(mode, "profile_inflight")) { /* the inflight step's launches, for ncu */
         Problem P = make(64, 32, 8, 128, 16, KVATTN_BF16);
         for (int b = 0; b < 64; b++) {

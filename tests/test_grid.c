@@ -28,7 +28,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     static const int qlens[] = {0, 1, 1, 3, 97, 512, -20};
     static const int cachelens[] = {0, 1, 15, 16, 17, 255, 1025, 2999, -3000, -300};
     static const int batches[] = {0, 1, 2, 2, 3, 4, 5};
-    static const int page_sizes[] = {1, 3, 16, 256};
+    static const int page_sizes[] = {1, 3, 16, 64, 256};
     kvattn_params *p = &P->ph;
     *p = kvattn_params_default();
     const int D = kvt_pick(head_dims, 6);
@@ -158,7 +158,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     char layout[64];
     int ps = 0;
     if (paged) {
-        ps = kvt_pick(page_sizes, 4);
+        ps = kvt_pick(page_sizes, 5);
         int pages_of[MAXB], total_pages = 0, maxp = 1;
         for (int b = 0; b < B; b++) {
             pages_of[b] = (S[b] + nnew[b] + ps - 1) / ps;
