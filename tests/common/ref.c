@@ -236,7 +236,7 @@ double kvref_rope_channel(const kvattn_params *p, const void *row, int c, int32_
 }
 
 /* ---- the call --------------------------------------------------------------------------------------------- */
-int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq) {
+int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq, double *q_sens) {
     int bad;
     int flag = check_skip(p, &bad, skip_seq);
     if (flag) return flag;
@@ -299,6 +299,8 @@ int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref,
                         (row_offset(vl, b, s.q_row0, i, p->q_batch_stride, p->q_row_stride) +
                          (int64_t)h * p->q_head_stride) * es;
                     for (int c = 0; c < D; c++) qv[c] = rope_at(p, dt, qrow, c, qpos, NULL);
+                    const int R = p->rotary_cos ? (p->rotary_dim < D ? p->rotary_dim : D) : 0;
+                    double sens = 0; /* max over visible j of sum_{c < R} |qv_c| |k_jc| */
                     double mx = -INFINITY;
                     for (int32_t j = 0; j < s_k; j++) {
                         int v = 1;
@@ -310,12 +312,18 @@ int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref,
                         const double *kj = K + (size_t)j * D;
                         double dot = 0;
                         for (int c = 0; c < D; c++) dot += qv[c] * kj[c];
+                        if (R) {
+                            double sj = 0;
+                            for (int c = 0; c < R; c++) sj += fabs(qv[c] * kj[c]);
+                            if (sj > sens) sens = sj;
+                        }
                         double sc = scale * dot;
                         if (p->softcap > 0) sc = p->softcap * tanh(sc / p->softcap);
                         if (p->alibi_slopes) sc -= slope * fabs((double)(qk - j));
                         score[j] = sc;
                         if (sc > mx) mx = sc;
                     }
+                    if (q_sens) q_sens[orow * H + h] = scale * sens; /* softcap's tanh has slope <= 1 */
                     double *o = out_ref + (orow * H + h) * D;
                     for (int c = 0; c < D; c++) o[c] = 0;
                     if (mx == -INFINITY) { /* no visible key: out = 0, lse = -inf */
@@ -342,6 +350,10 @@ int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref,
     }
     free(qv);
     return 0;
+}
+
+int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq) {
+    return kvref_forward_sens(p, out_ref, lse_ref, skip_seq, NULL);
 }
 
 int kvref_forward(const kvattn_params *p, double *out_ref, double *lse_ref) {

@@ -48,6 +48,11 @@ int kvref_check(const kvattn_params *p, int *bad_seq);
  * out_ref[kvref_rows(p), H, D] and lse_ref[kvref_rows(p), H] in double (rows indexed like out).
  * `skip_seq` >= 0 names one sequence to leave out entirely (used by the CUDA bad-data tests); else -1. */
 int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq);
+/* As kvref_forward_skip, and (q_sens != NULL, [kvref_rows(p), H]) each row's score sensitivity to a rounding of
+ * its rotated query: scale * max over visible keys j of sum over rotated channels c of |rope(q)_c| |k_jc| (0
+ * without rotary). A backend that rounds rope(q) to the element type (relative error <= u/2 per channel) moves
+ * every score by at most (u/2) * q_sens, hence lse by as much and out by at most 2 max|v| times it. */
+int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq, double *q_sens);
 int kvref_forward(const kvattn_params *p, double *out_ref, double *lse_ref);
 
 /* The exact (double) rotated value of channel c of a new key row, before rounding to the element type,
