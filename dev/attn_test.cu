@@ -717,12 +717,15 @@ int main(int argc, char **argv) {
     kv_attn_no_sm90 = getenv("KVATTN_NO_SM90") ? 1 : 0;
     kv_attn_dev_pctas = getenv("KVATTN_DEV_PCTAS") ? atoi(getenv("KVATTN_DEV_PCTAS")) : 0;
     kv_attn_dev_splitx = getenv("KVATTN_DEV_SPLITX") ? atoi(getenv("KVATTN_DEV_SPLITX")) : 1;
+    kv_attn_dev_splitb = getenv("KVATTN_DEV_SPLITB") ? atoi(getenv("KVATTN_DEV_SPLITB")) : 0;
+    kv_attn_dev_stages = getenv("KVATTN_DEV_STAGES") ? atoi(getenv("KVATTN_DEV_STAGES")) : 0;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;
     if (!strcmp(mode, "bench")) {
-        kv_attn_dev_stages = argc > 2 ? atoi(argv[2]) : 0;
-        printf("== bench, DP=128 stages %s\n", argc > 2 ? argv[2] : "default");
+        if (argc > 2) kv_attn_dev_stages = atoi(argv[2]);
+        printf("== bench, DP=128 stages %d (0 = default), split blocks %d, splitx %d\n", kv_attn_dev_stages,
+               kv_attn_dev_splitb, kv_attn_dev_splitx);
         bench();
         return 0;
     }

@@ -39,6 +39,7 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
 int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
 int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
+int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's) */
 #endif
 #ifndef KVATTN_SM90A
 #define KVATTN_SM90A 0
@@ -242,6 +243,7 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
 #ifdef KVATTN_DEV_VARIANTS
     a.split_blocks *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
+    if (kv_attn_dev_splitb > 0) a.split_blocks = kv_attn_dev_splitb;
 #endif
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
