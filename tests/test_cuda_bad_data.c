@@ -30,7 +30,7 @@ static void run_case(int kind, int paged, int dtype, int victim) {
     int L[NB] = {0, 3, 0, 17, 45};
     const int uses_leftpad = kind == BAD_LEFTPAD || kind == OK_PAGE_BEFORE_LEFTPAD;
     const int uses_rotary = kind == BAD_ROTARY_POS || kind == BAD_ROTARY_NQ;
-    if (paged == 3) /* 15000 live slots (two rounds of the fused pass), 5 x 3203 table slots (<= 40960: fused) */
+    if (paged == 3) /* 15000 live slots (two rounds of the fused pass), 5 x 3203 table slots (<= 65536: fused) */
         for (int b = 0; b < NB; b++) S[b] += 2900;
     if (kind == BAD_ROTARY_NQ) { /* queries before position 0 */
         S[victim] = 0;
@@ -38,7 +38,7 @@ static void run_case(int kind, int paged, int dtype, int victim) {
         n_q[victim] = 3;
     }
     if (kind == OK_PAGE_BEFORE_LEFTPAD) L[victim] = S[victim] >= 40 ? 40 : S[victim];
-    /* paged 2: page size 1 with a table of 14000+ slots per sequence (B x slots > 40960), so that the separate
+    /* paged 2: page size 1 with a table of 14000+ slots per sequence (B x slots > 65536), so that the separate
      * check kernel runs the checks (smaller tables have the scheduler run them: kv_attn_check_fused); paged 3:
      * page size 1 and caches ~3000 tokens longer, so that the scheduler's flat pass takes two rounds */
     static const char *layout[4] = {"contiguous", "paged 16 (fused check)", "paged 1, long table (check kernel)",
@@ -211,7 +211,7 @@ static void run_reset_case(void) {
 }
 
 /* A batch of more than 1024 sequences with small paged caches: the scheduler still runs the checks (B <= 2048,
- * < 40960 table slots) and then gives each of its threads two sequences. One bad page in the second half. */
+ * < 65536 table slots) and then gives each of its threads two sequences. One bad page in the second half. */
 static void run_large_batch_case(int dtype) {
     enum { BL = 1300 };
     static int n_q[BL], n_new[BL], S[BL];
