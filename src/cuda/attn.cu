@@ -39,7 +39,8 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
 int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
 int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
-int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's) */
+int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's; raise
+                              * kv_attn_dev_splitx with it, which scales the workspace bound) */
 #endif
 #ifndef KVATTN_SM90A
 #define KVATTN_SM90A 0
