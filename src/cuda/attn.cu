@@ -388,9 +388,10 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
  * lets a decode step without an append start early (kv_attn_early): its slot pass then runs beside the decode
  * kernel. Measured (attn_notes.md, twelfth session; bench_cuda --quick, two rounds, a bound of 70000 standing
  * for 65536): 40960 -> 65536 took 8x8192 page 1 (65536 slots) from 99.2 - 99.8 to 87.8 - 88.1 us, 64x16384 page 16
- * (also 65536) unchanged; 262144 also took 64x4096 page 1 from ~283 to ~276 us but 128x2048 page 1 from ~290 to ~297 and 256x1024 page 1 from ~303 to ~342 us (short
- * items then wait for their sequences' verdicts behind a long slot pass). (v18/v19, before the coalesced slot pass
- * and early start: 65536 slots made 8x8192 page 1 take 133 us instead of 110 us.) */
+ * (also 65536) unchanged; 262144 also took 64x4096 page 1 from ~283 to ~276 us, but 128x2048 page 1 from ~290 to
+ * ~297 and 256x1024 page 1 from ~303 to ~342 us (short items then wait for their sequences' verdicts behind a long
+ * slot pass). (v18/v19, before the coalesced slot pass and early start: 65536 slots made 8x8192 page 1 take 133 us
+ * instead of 110 us.) */
 #define KV_FUSED_CHECK_SLOTS 65536
 int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
     if (p->batch <= 0 || p->batch > KV_SCHED_SEQS || kv_attn_supported(p) != KVATTN_OK) return 0;
