@@ -247,20 +247,23 @@ static void run_large_batch_case(int dtype) {
  * kv_attn_early). shape 0: four one-query sequences (decode kernel alone); 1: five (decode-first order, the
  * prefill kernel after it with an empty list); 2: twelve, the first with 5 queries (20 packed rows: a prefill
  * item, computed by the prefill kernel of the decode-first order; the victim of every first repetition), four
- * with no query. Long caches are split into pieces (the merge of the victim's pieces must write nothing), short
- * ones are one item each. */
+ * with no query; 3: 48 sequences, one query each but every seventh without (the scheduler's lean path with both
+ * of its warps holding sequences), and in the second repetition sequence 40 with 5 queries (a prefill tile in the
+ * second warp: the general passes). Long caches are split into pieces (the merge of the victim's pieces must write
+ * nothing), short ones are one item each. */
 static void run_nonew_case(int kind, int shape, int dtype, int rep) {
-    enum { BM = 12 };
-    static const int nbat[3] = {4, 5, 12};
+    enum { BM = 48 };
+    static const int nbat[4] = {4, 5, 12, 48};
     const int B = nbat[shape];
     int n_q[BM], n_new[BM], S[BM];
     for (int b = 0; b < B; b++) {
-        n_q[b] = shape == 2 ? (b == 0 ? 5 : b < 8 ? 1 : 0) : 1;
+        if (shape == 3) n_q[b] = b == 40 && rep == 1 ? 5 : b % 7 == 6 ? 0 : 1;
+        else n_q[b] = shape == 2 ? (b == 0 ? 5 : b < 8 ? 1 : 0) : 1;
         n_new[b] = 0;
         S[b] = kvt_randint(0, 1) ? kvt_randint(2000, 4000) : kvt_randint(5, 700);
     }
-    int victim = kvt_randint(0, B - 1);
-    while (n_q[victim] == 0) victim = kvt_randint(0, B - 1);
+    int victim = kvt_randint(shape == 3 && rep == 0 ? 32 : 0, B - 1); /* shape 3, lean: in the second warp */
+    while (n_q[victim] == 0) victim = kvt_randint(shape == 3 && rep == 0 ? 32 : 0, B - 1);
     if (shape == 2 && rep == 0) { /* the sequence of the prefill item, with a cache long enough to be split */
         victim = 0;
         S[0] = kvt_randint(2000, 4000);
@@ -297,7 +300,7 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep) {
 int main(void) {
     kvt_init("test_cuda_bad_data");
     static const int nonew_kinds[4] = {BAD_NONE, BAD_PAGE_PAST, BAD_PAGE_NEG, BAD_CAPACITY};
-    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 3 * 2 * 2;
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 4 * 2 * 2;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
@@ -316,7 +319,7 @@ int main(void) {
     run_reset_case();
     for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d]);
     for (int k = 0; k < 4; k++)
-        for (int shape = 0; shape < 3; shape++)
+        for (int shape = 0; shape < 4; shape++)
             for (int d = 0; d < 2; d++)
                 for (int rep = 0; rep < 2; rep++) run_nonew_case(nonew_kinds[k], shape, dtypes[d], rep);
     return kvt_finish();

@@ -159,7 +159,7 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
 /* Blocks per SM of one attention kernel, after raising its smem limit once per device (both are host-side
  * attribute calls, no synchronization). One cache per kernel instantiation (the template arguments). */
 #define KV_MAX_DEVICES 64
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
     /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
      * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
@@ -168,11 +168,12 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
     if (have > 0) { *blocks = have; return KVATTN_OK; }
-    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY>,
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int n = 0;
     KV_CUDA_CHECK_RET(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY>, KV_THREADS, smem));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF>, KV_THREADS,
+                                                      smem));
     if (n < 1) n = 1;
     if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
     __atomic_store_n(&cached[d], n, __ATOMIC_RELEASE);
@@ -234,11 +235,14 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     int per_early = 1; /* the early-start decode kernel (kv_attn_early): same smem, its own registers */
     int st = attn_blocks_per_sm<T, DP, NSD, true>(dev, pl->smem_dec, &per_dec);
     if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NSD, true, true>(dev, pl->smem_dec, &per_early);
+    int per_self = 1; /* (its smem attribute; launched on the early kernel's grid, which the plans assume) */
+    if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NSD, true, true, true>(dev, pl->smem_dec, &per_self);
     if (st == KVATTN_OK && !pl->sm90) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
     if (st == KVATTN_OK && pl->sm90) st = launch_sm90<T, DP>(p, NULL, kv_item_list(), dev, stream);
     if (st != KVATTN_OK || mode < 0) return st;
     kv_attn_args a = *args;
     const int32_t early = a.no_wait & KV_EARLY_START; /* set by the caller (kv_attn_early): scheduler and decode */
+    const int32_t lean = a.no_wait & KV_LEAN_SCHED;   /* (attn_no_wait): scheduler and early decode kernel */
     if (early) per_dec = per_early; /* the grid the scheduler splits for is the early kernel's */
     a.grid_ctas = dev->num_sms * per_dec;
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
@@ -281,8 +285,11 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
         return KVATTN_OK;
     };
     auto launch_decode = [&](int32_t no_wait) -> int {
-        a.no_wait = no_wait | early;
-        if (early)
+        a.no_wait = no_wait | early | lean;
+        if (early && lean) /* its first item from its own lean plan (kv_attn_kernel) */
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true>, a.grid_ctas, KV_THREADS,
+                                        pl->smem_dec, stream, dev->pdl, *p, a));
+        else if (early)
             KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true>, a.grid_ctas, KV_THREADS, pl->smem_dec,
                                         stream, dev->pdl, *p, a));
         else
@@ -329,6 +336,14 @@ static int launch_fast_any(const kvattn_params *p, const attn_plan *pl, const kv
                            const kv_device_info *dev, int mode, cudaStream_t stream) {
     return p->dtype == KVATTN_F16 ? launch_fast_dp<__half>(p, pl, args, dev, mode, stream)
                                   : launch_fast_dp<__nv_bfloat16>(p, pl, args, dev, mode, stream);
+}
+
+/* The scheduler's and the kernels' shared flags: early start (kv_attn_early), and with it for at most
+ * KV_LEAN_SEQS sequences the lean plan (two warps plan a decode-only batch, in the scheduler and in every early
+ * decode block, which starts its first item from it; attn_kernels.cuh). Both launches must see the same flags. */
+static int32_t attn_no_wait(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
+    if (!kv_attn_early(p, dev, fused_check)) return 0;
+    return KV_EARLY_START | (dev->lean && p->batch <= KV_LEAN_SEQS ? KV_LEAN_SCHED : 0);
 }
 
 /* Set KVATTN_ATTN_FORCE_V0 (dev builds) to route every call through the scalar kernel. */
@@ -431,9 +446,7 @@ int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_devic
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, status, attn_ws, &args);
     args.fused_check = fused_check;
-    args.no_wait = kv_attn_early(p, dev, fused_check) ? KV_EARLY_START : 0;
-    /* the scheduler's lean path (one warp plans a decode-only batch of few sequences; attn_kernels.cuh) */
-    if (args.no_wait && dev->lean && p->batch <= KV_LEAN_SEQS) args.no_wait |= KV_LEAN_SCHED;
+    args.no_wait = attn_no_wait(p, dev, fused_check);
     return launch_fast_any(p, &pl, &args, dev, 0, stream);
 }
 
@@ -452,6 +465,6 @@ int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, 
     kv_attn_args args;
     attn_args_make(&pl, seq_ok, NULL, attn_ws, &args);
     args.fused_check = fused_check;
-    args.no_wait = kv_attn_early(p, dev, fused_check) ? KV_EARLY_START : 0;
+    args.no_wait = attn_no_wait(p, dev, fused_check);
     return launch_fast_any(p, &pl, &args, dev, 1, stream);
 }

@@ -22,10 +22,12 @@
  * decode kernel starts on the scheduler's items_ready flag instead of the scheduler's completion and writes a
  * sequence's output only once its seq_ok is final; a prefill kernel after it starts on sched_done (kv_attn_kernel) */
 #define KV_EARLY_START 4
-/* scheduler only (set with KV_EARLY_START for B <= KV_LEAN_SEQS): one warp plans the batch when every live
- * sequence has a single decode tile (kv_attn_schedule_kernel); otherwise the general passes run */
+/* scheduler only (set with KV_EARLY_START for B <= KV_LEAN_SEQS): KV_LEAN_WARPS warps (a sequence per thread)
+ * plan the batch when every live sequence has a single decode tile (kv_attn_schedule_kernel); otherwise the
+ * general passes run */
 #define KV_LEAN_SCHED 8
-#define KV_LEAN_SEQS 32
+#define KV_LEAN_WARPS 2
+#define KV_LEAN_SEQS (32 * KV_LEAN_WARPS)
 #define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
@@ -352,14 +354,16 @@ static __device__ __forceinline__ void kv_sched_write_tile(const kv_attn_args &a
     }
 }
 /* Item e of tile q and, for piece 0 of a split tile, that kv head's combine task (the block-wide flat pass). */
-static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a, const kv_sched_tile &q, int32_t e) {
+static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a, const kv_sched_tile &q, int32_t e,
+                                                           int32_t skip = 0) {
     const int kh = e / q.npieces;
     const int32_t k = e - kh * q.npieces;
     if (q.comb0 >= 0 && k == 0) {
         a.combine[q.comb0 + kh] = kv_sched_combine(q, kh);
         a.comb_done[q.comb0 + kh] = 0;
     }
-    (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item(q, kh, k);
+    /* items below skip: written by the early decode blocks that run them (kv_attn_kernel, lean plan) */
+    if (q.first + e >= skip) (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item(q, kh, k);
 }
 
 /* The auto split's chunk in KV tiles from the batch's KV work (tiles x kv heads, summed): no piece longer than a
@@ -430,6 +434,153 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
     return key >= 0 ? atomicAdd(&counters[key], cnt) : 0;
 }
 
+/* ---- the lean plan (KV_LEAN_SCHED) --------------------------------------------------------------------
+ * An early-start decode step (no append, fused checks) of B <= KV_LEAN_SEQS sequences whose live sequences all
+ * have one decode tile (packed rows <= KV_DECODE_ROWS) is planned by the first KV_LEAN_WARPS warps of a block,
+ * thread b for sequence b: the per-sequence checks, the work and chunk, the tile's pieces by kv_sched_split (the
+ * general passes' split, so the same pieces), the list order (descending piece length, then sequence) by a rank
+ * over the batch, partial rows and combine tasks by scans. Warp reductions and four exchanges between the warps
+ * (named barrier 1); no block barrier. The scheduler writes its items from it (kv_attn_schedule_kernel), and the
+ * early decode kernel computes the same plan to start its first item before the lists are out (kv_attn_kernel):
+ * a function of the lengths alone, so both get the same items in the same order. The general passes take ~18
+ * kcycles before the lists are out even for 8 sequences, the scheduler's lean path ~13 (8x8192); an unrolled first
+ * form of it grew the scheduler by half and slowed the general passes of every other call by 5 - 8 us, hence the
+ * template (attn_notes.md, eleventh and thirteenth sessions). */
+struct kv_lean_smem { /* scratch */
+    unsigned long long work[KV_LEAN_WARPS];
+    int32_t key[KV_LEAN_SEQS], cnt[KV_LEAN_SEQS];
+    int32_t x[6][KV_LEAN_WARPS];
+};
+struct kv_lean_res {
+    kv_sched_tile q; /* thread b's tile (npieces 0: no items written) */
+    int ok;          /* sequence b passed the per-sequence checks */
+    int32_t total, cut, total_comb; /* items in all; start of the first range that did not fit (or INT_MAX); combine tasks */
+    int ov;          /* overflow bits (2: items, 1: partial rows or combine tasks) */
+};
+static __device__ __forceinline__ void kv_lean_sync() { asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory"); }
+/* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
+ * tile (the general passes plan the batch), else 1 with *r filled. */
+static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
+                                                   kv_lean_res &r) {
+    const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int b = tid;
+    kv_seq sq = {};
+    int fl = 0;
+    if (b < B) { /* every read before any branch on them */
+        int32_t lo, hi;
+        fl = kv_check_seq(p, b, &lo, &hi);
+        sq = kv_seq_get(&p, b);
+    }
+    /* exchange 1: bad cu_seqlens anywhere (then no sequence has work), a prefill tile anywhere, the work */
+    const bool ok0 = b < B && fl == 0;
+    const int32_t rows0 = ok0 ? kv_seq_rows(p, sq, G) : 0;
+    const int64_t s_k = (int64_t)sq.S + sq.n_new - sq.L;
+    unsigned long long work = rows0 ? kv_sched_tile_work(Hk, s_k) : 0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) work += __shfl_xor_sync(0xffffffffu, work, o);
+    const unsigned bits = __reduce_or_sync(0xffffffffu, (b < B && (fl & KVATTN_FLAG_BAD_CU_SEQLENS) ? 1u : 0u) |
+                                                            (rows0 > KV_DECODE_ROWS ? 2u : 0u));
+    if (lane == 0) {
+        sm.work[w] = work;
+        sm.x[0][w] = (int32_t)bits;
+    }
+    kv_lean_sync();
+    unsigned any = 0;
+    work = 0;
+#pragma unroll
+    for (int k = 0; k < KV_LEAN_WARPS; k++) {
+        any |= (unsigned)sm.x[0][k];
+        work += sm.work[k];
+    }
+    const bool bad_cu = any & 1u;
+    if (!bad_cu && (any & 2u)) return 0; /* a prefill tile: the general passes */
+    const bool ok = ok0 && !bad_cu;
+    r.ok = ok;
+    const int32_t rows = ok ? rows0 : 0;
+    const int32_t chunk = kv_sched_chunk(work, a.split_blocks); /* (work is 0 with bad_cu: no rows) */
+    kv_sched_tile &q = r.q;
+    q.b = b;
+    q.row0 = 0;
+    q.nrows = rows;
+    q.klo = q.khi = 0;
+    q.span = q.inv_block = 0;
+    q.npieces = 0;
+    q.part_base = q.comb0 = -1;
+    q.dec = 1;
+    int32_t n = 0, key = 0x7fffffff;
+    if (rows) {
+        const kv_range kr = kv_tile_keys(p, sq, G, 0, rows);
+        int32_t bucket;
+        kv_sched_split(p, sq, rows, kr, chunk, &q.npieces, &q.span, &q.inv_block, &bucket);
+        q.klo = kr.lo;
+        q.khi = kr.hi;
+        n = q.npieces * Hk;
+        key = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b; /* unique; longest pieces first */
+    }
+    /* exchange 2, first: the items of every tile ordered before this one */
+    sm.key[tid] = key;
+    sm.cnt[tid] = n;
+    kv_lean_sync();
+    const int nb = (B + 31) & ~31; /* the entries written (a warp's b >= B: key max, count 0) */
+    int32_t first = 0;
+#pragma unroll 4
+    for (int o = 0; o < nb; o++) first += sm.key[o] < key ? sm.cnt[o] : 0;
+    const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
+    const bool split = fits && q.npieces > 1;
+    const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
+    int32_t ip = kv_warp_incl_scan(cp, lane), ic = kv_warp_incl_scan(cc, lane);
+    /* exchange 3: the warps' partial-row and combine totals, for the scans across warps */
+    if (lane == 31) {
+        sm.x[1][w] = ip;
+        sm.x[2][w] = ic;
+    }
+    kv_lean_sync();
+    int32_t total_comb = 0;
+#pragma unroll
+    for (int k = 0; k < KV_LEAN_WARPS; k++) {
+        if (k < w) {
+            ip += sm.x[1][k];
+            ic += sm.x[2][k];
+        }
+        total_comb += sm.x[2][k];
+    }
+    int ov = n > 0 && !fits ? 2 : 0;
+    if (split && (int64_t)ip <= a.max_part_rows && (int64_t)ic <= a.max_combine) {
+        q.part_base = ip - cp;
+        q.comb0 = ic - cc;
+    } else if (split) {
+        ov |= 1; /* cannot happen when the bounds are right: piece 0 does it all */
+    }
+    q.first = first;
+    if (!fits) q.npieces = 0; /* no items written */
+    /* exchange 4: items, the first range that did not fit (never hand out unwritten slots), overflow */
+    int32_t total = n, cut = n > 0 && !fits ? first : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        total += __shfl_xor_sync(0xffffffffu, total, o);
+        cut = min(cut, __shfl_xor_sync(0xffffffffu, cut, o));
+        ov |= __shfl_xor_sync(0xffffffffu, ov, o);
+    }
+    if (lane == 0) {
+        sm.x[3][w] = total;
+        sm.x[4][w] = cut;
+        sm.x[5][w] = ov;
+    }
+    kv_lean_sync();
+    r.total = 0;
+    r.cut = 0x7fffffff;
+    r.ov = 0;
+#pragma unroll
+    for (int k = 0; k < KV_LEAN_WARPS; k++) {
+        r.total += sm.x[3][k];
+        r.cut = min(r.cut, sm.x[4][k]);
+        r.ov |= sm.x[5][k];
+    }
+    r.total_comb = total_comb;
+    return 1;
+}
+
 /* ---- scheduler: one block turns the live lengths into the item lists -----------------------------------
  * -1. with fused_check (small batches, kv_attn_check_fused): the check kernel's work first, kv_check_seq per
  *    sequence and one flat pass over every live page slot of the batch;
@@ -463,6 +614,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
     __shared__ int32_t s_nbig, s_bigpre[KV_SCHED_BIG + 1]; /* their count; exclusive prefix of their item counts */
     __shared__ int32_t s_lean; /* the lean path planned the batch (KV_LEAN_SCHED) */
+    __shared__ kv_lean_smem s_lean_sm;                   /* the lean path's scratch */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
     const bool early = (a.no_wait & KV_EARLY_START) != 0; /* fused checks, B <= KV_SCHED_SEQS (kv_attn_early) */
@@ -564,100 +716,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
 #endif
     };
     const bool cached = B <= KV_SCHED_SEQS;
-    /* The lean path (LEAN, KV_LEAN_SCHED: early start, B <= KV_LEAN_SEQS): warp 0 alone does what steps 1 - 3 do,
-     * for a batch whose live sequences all have one decode tile (packed rows <= KV_DECODE_ROWS; otherwise it
-     * returns 0 and the general passes run). Lane b plans sequence b: the per-sequence checks, the work and chunk
-     * by warp reductions, the tile's pieces by kv_sched_split (the general passes' split, so the same pieces), the
-     * list order (descending piece length, then sequence) by a rank over the warp, partial rows and combine tasks
-     * by warp scans; the tiles go to s_big for the block-wide item writes below. No block barrier and no smem
-     * atomic on the way, and little code: the general passes take ~18 kcycles before the lists are out even for 8
-     * sequences, this path ~13 (8x8192); an unrolled first form of it grew the kernel by half and slowed the general
-     * passes of every other call by 5 - 8 us, hence also the template (attn_notes.md, eleventh session). */
-    auto lean_plan = [&]() -> int {
-        const int lane = tid;
-        const int b = lane;
-        kv_seq sq = {};
-        int fl = 0;
-        if (b < B) { /* every read before any branch on them */
-            int32_t lo, hi;
-            fl = kv_check_seq(p, b, &lo, &hi);
-            sq = kv_seq_get(&p, b);
-        }
-        const bool bad_cu = __any_sync(0xffffffffu, fl & KVATTN_FLAG_BAD_CU_SEQLENS);
-        KV_TLS(11); /* the lean path's reads */
-        const bool ok = b < B && fl == 0 && !bad_cu;
-        if (b < B) s_ok[b] = ok;
-        const int32_t rows = ok ? kv_seq_rows(p, sq, G) : 0;
-        if (__any_sync(0xffffffffu, rows > KV_DECODE_ROWS)) return 0; /* a prefill tile: the general passes */
-        const int64_t s_k = (int64_t)sq.S + sq.n_new - sq.L;
-        unsigned long long work = rows ? kv_sched_tile_work(Hk, s_k) : 0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) work += __shfl_xor_sync(0xffffffffu, work, o);
-        const int32_t chunk = kv_sched_chunk(work, a.split_blocks);
-        kv_sched_tile q;
-        q.b = b;
-        q.row0 = 0;
-        q.nrows = rows;
-        q.klo = q.khi = 0;
-        q.span = q.inv_block = 0;
-        q.npieces = 0;
-        q.part_base = q.comb0 = -1;
-        q.dec = 1;
-        int32_t n = 0, key = 0x7fffffff;
-        if (rows) {
-            const kv_range kr = kv_tile_keys(p, sq, G, 0, rows);
-            int32_t bucket;
-            kv_sched_split(p, sq, rows, kr, chunk, &q.npieces, &q.span, &q.inv_block, &bucket);
-            q.klo = kr.lo;
-            q.khi = kr.hi;
-            n = q.npieces * Hk;
-            key = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b; /* unique; longest pieces first */
-        }
-        /* first: the items of every tile ordered before this one (s_bucket as scratch: keys, then item counts) */
-        s_bucket[lane] = key;
-        s_bucket[32 + lane] = n;
-        __syncwarp();
-        int32_t first = 0;
-#pragma unroll 4
-        for (int o = 0; o < 32; o++) first += s_bucket[o] < key ? s_bucket[32 + o] : 0;
-        KV_TLS(6); /* the lean path's plan and rank */
-        const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
-        const bool split = fits && q.npieces > 1;
-        const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
-        const int32_t ip = kv_warp_incl_scan(cp, lane), ic = kv_warp_incl_scan(cc, lane);
-        const int32_t total_comb = __shfl_sync(0xffffffffu, ic, 31);
-        int ov = n > 0 && !fits ? 2 : 0;
-        if (split && (int64_t)ip <= a.max_part_rows && (int64_t)ic <= a.max_combine) {
-            q.part_base = ip - cp;
-            q.comb0 = ic - cc;
-        } else if (split) {
-            ov |= 1; /* cannot happen when the bounds are right: piece 0 does it all */
-        }
-        q.first = first;
-        if (!fits) q.npieces = 0; /* no items written */
-        if (b < B) s_big[b] = q;
-        int32_t total = n, cut = n > 0 && !fits ? first : 0x7fffffff; /* never hand out unwritten slots */
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            total += __shfl_xor_sync(0xffffffffu, total, o);
-            cut = min(cut, __shfl_xor_sync(0xffffffffu, cut, o));
-            ov |= __shfl_xor_sync(0xffffffffu, ov, o);
-        }
-        if (lane == 0) {
-            s_items = total;
-            s_items_cut = cut;
-            s_pitems = 0;
-            s_pitems_cut = 0x7fffffff;
-            s_combine = total_comb;
-            s_overflow = ov;
-            s_nbig = B;
-        }
-        KV_TLS(12); /* the lean path's end */
-        return 1;
-    };
-    /* one sequence per lane of warp 0; its tiles fit the block-wide queue; keys and counts fit s_bucket */
-    static_assert(KV_LEAN_SEQS == 32 && KV_LEAN_SEQS <= KV_SCHED_BIG && 2 * KV_LEAN_SEQS <= 2 * KV_SCHED_BUCKETS,
-                  "lean path");
+    /* one sequence per thread of the first KV_LEAN_WARPS warps (kv_lean_plan); the tiles fit the block-wide queue */
+    static_assert(KV_LEAN_SEQS <= KV_SCHED_BIG && KV_LEAN_SEQS < KV_SCHED_THREADS, "lean path");
     bool lean = false;
     if (!early) {
         if (a.fused_check) fused_check();
@@ -669,9 +729,27 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
          * still has items: the decode kernel computes them but writes nothing of it (kv_seq_verdict). s_ok holds
          * "passed kv_check_seq" here; a cu_seqlens failure anywhere fails every sequence, as in the finalize. */
         if constexpr (LEAN) {
-            if (tid < 32) {
-                const int r = lean_plan();
-                if (tid == 0) s_lean = r;
+            if (tid < KV_LEAN_SEQS) {
+                kv_lean_res r;
+                const int st = kv_lean_plan(p, a, s_lean_sm, r);
+                if (st) {
+                    const int b = tid;
+                    if (b < B) {
+                        s_ok[b] = r.ok;
+                        s_big[b] = r.q;
+                    }
+                    if (tid == 0) {
+                        s_items = r.total;
+                        s_items_cut = r.cut;
+                        s_pitems = 0;
+                        s_pitems_cut = 0x7fffffff;
+                        s_combine = r.total_comb;
+                        s_overflow = r.ov;
+                        s_nbig = B;
+                    }
+                }
+                if (tid == 0) s_lean = st;
+                KV_TLS(12); /* the lean path's end */
             }
             __syncthreads();
             lean = s_lean != 0;
@@ -898,13 +976,16 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         }
         __syncthreads();
         const int32_t total_big = s_bigpre[nbig];
+        /* a lean plan without overflow: the early decode blocks computed it too and each wrote and runs item
+         * blockIdx.x (kv_attn_kernel) */
+        const int32_t skip = lean && s_overflow == 0 && s_items_cut == 0x7fffffff ? a.grid_ctas : 0;
         for (int32_t idx = tid; idx < total_big; idx += KV_SCHED_THREADS) {
             int lo = 0, hi = nbig; /* the last queued tile whose items start at or before idx */
             while (hi - lo > 1) {
                 const int mid = (lo + hi) >> 1;
                 if (s_bigpre[mid] <= idx) lo = mid; else hi = mid;
             }
-            kv_sched_write_item(a, s_big[lo], idx - s_bigpre[lo]);
+            kv_sched_write_item(a, s_big[lo], idx - s_bigpre[lo], skip);
         }
     }
     __syncthreads();
@@ -1507,9 +1588,10 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
 /* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys
  * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
  * path gets its own register allocation. */
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     static_assert(DECODE || !EARLY, "early start: decode kernel only");
+    static_assert(EARLY || !SELF, "the first item from the lean plan: early start only");
     extern __shared__ __align__(16) unsigned char kv_smem_raw[];
     __shared__ __align__(16) uint64_t s_addr[NS][KV_BN][2]; /* global addresses of the K, V rows of tiles in flight */
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
@@ -1523,37 +1605,81 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
      * items go through L1 (KV_DECODE_CA), like the q tile and the block-table entries: every grid that wrote
      * them (the append kernel, earlier calls) completed before this grid was launched. */
     KV_TL(DECODE ? 2 : 1, 0, Min);
-    if (EARLY) {
-        /* early start (a decode step without an append kernel, checks fused into the scheduler; kv_attn_early):
-         * the lists are out before the scheduler ends (its page-slot checks and finalize step run after them);
-         * thread 0's acquire and the barrier order every thread's list reads after the scheduler's writes. A
-         * sequence's output is written only once its seq_ok is final (kv_seq_verdict). A separate instantiation,
-         * so that this code leaves the other kernels' register allocation alone (attn_notes.md, eighth session) */
-        if (threadIdx.x == 0) {
-            /* relaxed polls, then one fence (an acquire pattern of the PTX memory model). Everything of this call's
-             * scheduler that the kernel reads after the flag is read from L2 (__ldcg, relaxed loads), so ordering
-             * is all it needs; the acquire load this replaces also invalidated the SM's L1 at every poll (CCTL.IVALL
-             * in the SASS) while the co-resident block streamed K rows through it. Measured: ~0.5 - 1 us off the
-             * lean-path shapes over six rounds (attn_notes.md, eleventh session). */
-            while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
-            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    int32_t idx_base = 0; /* list index of the counter's first slot */
+    int self = 0;         /* 1: the block's first item is list item blockIdx.x, written by the block itself */
+    int32_t n = 0;        /* list items */
+    if (SELF) {
+        /* The scheduler's lean path (KV_LEAN_SCHED) launches this instantiation (in the early kernel, the plan's
+         * code made the other early steps ~1% slower although it did not run). Its blocks do not wait for the
+         * lists to start: each computes the same plan (kv_lean_plan, in the stage smem, free here), writes item
+         * blockIdx.x of the list itself (the scheduler skips the first gridDim.x items of such a plan) and runs
+         * it; the counter's slots start at gridDim.x. Only the combine after a split piece reads the scheduler's
+         * records (and its zeroed counts), so it follows the wait. A plan that falls back to the general passes,
+         * or overflows, starts no item here. The item loop below is the one the other kernels run (two call
+         * sites of kv_attn_item, or the item from smem, slowed every shape: attn_notes.md, thirteenth session). */
+        __shared__ int s_self, s_self_n;
+        if (threadIdx.x < KV_LEAN_SEQS) {
+            kv_lean_res r;
+            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
+            const bool good = st && r.ov == 0 && r.cut == 0x7fffffff; /* the same for every caller */
+            const int32_t i = blockIdx.x, n_mine = r.q.npieces * p.num_kv_heads;
+            if (good && n_mine > 0 && i >= r.q.first && i < r.q.first + n_mine) {
+                const int32_t e = i - r.q.first;
+                const int kh = e / r.q.npieces;
+                a.items[i] = kv_sched_item(r.q, kh, e - kh * r.q.npieces);
+            }
+            if (threadIdx.x == 0) {
+                s_self = good ? (i < r.total ? 1 : 0) : -1;
+                s_self_n = r.total;
+            }
         }
-        __syncthreads();
-    } else if (!DECODE && (a.no_wait & KV_EARLY_START)) { /* the prefill kernel after an early decode kernel */
-        if (threadIdx.x == 0)
-            while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
-        __syncthreads();
-    } else if (!(a.no_wait & (DECODE ? KV_NO_WAIT_DECODE : KV_NO_WAIT_PREFILL))) {
-        kv_grid_wait();
+        __syncthreads(); /* (also orders the item's global store before the loop's load of it) */
+        if (s_self >= 0) {
+            idx_base = gridDim.x;
+            self = s_self;
+            n = s_self_n;
+            KV_TL(DECODE ? 2 : 1, 1, Min);
+            KV_TL(DECODE ? 2 : 1, 2, Max);
+            kv_grid_launch_dependents(); /* (when it waited: after the lists, ~10 us into the call) */
+        }
     }
-    KV_TL(DECODE ? 2 : 1, 1, Min);
-    KV_TL(DECODE ? 2 : 1, 2, Max);
-    kv_grid_launch_dependents();
+    auto wait_lists = [&]() {
+        if (EARLY) {
+            /* early start (a decode step without an append kernel, checks fused into the scheduler;
+             * kv_attn_early): the lists are out before the scheduler ends (its page-slot checks and finalize step
+             * run after them); thread 0's acquire and the barrier order every thread's list reads after the
+             * scheduler's writes. A sequence's output is written only once its seq_ok is final (kv_seq_verdict). A
+             * separate instantiation, so that this code leaves the other kernels' register allocation alone
+             * (attn_notes.md, eighth session). Relaxed polls, then one fence (an acquire pattern of the PTX memory
+             * model). Everything of this call's scheduler that the kernel reads after the flag is read from L2
+             * (__ldcg, relaxed loads), so ordering is all it needs; the acquire load this replaces also
+             * invalidated the SM's L1 at every poll (CCTL.IVALL in the SASS) while the co-resident block streamed
+             * K rows through it. Measured: ~0.5 - 1 us off the lean-path shapes over six rounds (attn_notes.md,
+             * eleventh session). */
+            if (threadIdx.x == 0) {
+                while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
+                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            }
+            __syncthreads();
+        } else if (!DECODE && (a.no_wait & KV_EARLY_START)) { /* the prefill kernel after an early decode kernel */
+            if (threadIdx.x == 0)
+                while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
+            __syncthreads();
+        } else if (!(a.no_wait & (DECODE ? KV_NO_WAIT_DECODE : KV_NO_WAIT_PREFILL))) {
+            kv_grid_wait();
+        }
+    };
     const kv_item *list = DECODE ? a.items : a.pitems;
     int32_t *counter = DECODE ? &a.hdr->item_counter : &a.hdr->pitem_counter;
-    const int32_t n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
+    if (!self) {
+        wait_lists();
+        KV_TL(DECODE ? 2 : 1, 1, Min);
+        KV_TL(DECODE ? 2 : 1, 2, Max);
+        kv_grid_launch_dependents();
+        n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
+    }
     for (;;) {
-        if (threadIdx.x == 0) s_item = atomicAdd(counter, 1);
+        if (threadIdx.x == 0) s_item = self ? (int)blockIdx.x : atomicAdd(counter, 1) + idx_base;
         __syncthreads();
         const int idx = s_item;
         if (idx >= n) break;
@@ -1562,6 +1688,11 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         (void)t_item;
         kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
+        if (self) { /* the lists, for the combine and the next items */
+            wait_lists();
+            n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
+            self = 0;
+        }
         if (it.comb >= 0) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
