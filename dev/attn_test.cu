@@ -631,26 +631,24 @@ static void item_report(int list, unsigned long long n, double t0) {
            by_block.size(), pct(starts, 0), pct(starts, .5), pct(starts, 1), pct(ends, 0), pct(ends, .1),
            pct(ends, .5), pct(ends, .9), pct(ends, 1), pct(btiles, 0), pct(btiles, .5), pct(btiles, 1), pct(gaps, .5),
            pct(gaps, 1));
-    { /* the blocks that end last: do they start late (the scheduler's SM) or run slow? */
-        std::vector<std::pair<double, unsigned>> last;
-        for (auto &kv : by_block) last.push_back({(r[kv.second.back()][1] - t0) / 1e3, kv.first});
-        std::sort(last.rbegin(), last.rend());
-        printf("    last ends (end us / first start us / SM / items):");
-        for (size_t k = 0; k < last.size() && k < 6; k++) {
-            const auto &v = by_block[last[k].second];
-            printf(" %.1f/%.1f/%u/%zu", last[k].first, (r[v.front()][0] - t0) / 1e3, (unsigned)(r[v.front()][2] >> 32),
-                   v.size());
-        }
-        printf("\n    late starts (first start us / end us / SM / items):");
-        std::vector<std::pair<double, unsigned>> late;
-        for (auto &kv : by_block) late.push_back({(r[kv.second.front()][0] - t0) / 1e3, kv.first});
-        std::sort(late.rbegin(), late.rend());
-        for (size_t k = 0; k < late.size() && k < 4; k++) {
-            const auto &v = by_block[late[k].second];
-            printf(" %.1f/%.1f/%u/%zu", late[k].first, (r[v.back()][1] - t0) / 1e3, (unsigned)(r[v.front()][2] >> 32),
-                   v.size());
-        }
-        printf("\n");
+    { /* the blocks that end last and those that start last: late starters (the scheduler's SM) or slow SMs? */
+        auto top = [&](const char *what, bool by_end, size_t count) {
+            std::vector<std::pair<double, unsigned>> key; /* end (or first start) us, block */
+            for (auto &kv : by_block) {
+                const int i = by_end ? kv.second.back() : kv.second.front();
+                key.push_back({(r[i][by_end ? 1 : 0] - t0) / 1e3, kv.first});
+            }
+            std::sort(key.rbegin(), key.rend());
+            printf("    %s:", what);
+            for (size_t k = 0; k < key.size() && k < count; k++) {
+                const auto &v = by_block[key[k].second];
+                const double other = (r[by_end ? v.front() : v.back()][by_end ? 0 : 1] - t0) / 1e3;
+                printf(" %.1f/%.1f/%u/%zu", key[k].first, other, (unsigned)(r[v.front()][2] >> 32), v.size());
+            }
+            printf("\n");
+        };
+        top("last ends (end us / first start us / SM / items)", true, 6);
+        top("late starts (first start us / end us / SM / items)", false, 4);
     }
     std::vector<std::pair<double, unsigned>> rate;
     for (auto &kv : by_sm)

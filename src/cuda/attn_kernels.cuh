@@ -454,10 +454,14 @@ struct kv_lean_smem { /* scratch */
 struct kv_lean_res {
     kv_sched_tile q; /* thread b's tile (npieces 0: no items written) */
     int ok;          /* sequence b passed the per-sequence checks */
-    int32_t total, cut, total_comb; /* items in all; start of the first range that did not fit (or INT_MAX); combine tasks */
+    int32_t total;      /* items in all */
+    int32_t cut;        /* start of the first range that did not fit (INT_MAX: none) */
+    int32_t total_comb; /* combine tasks */
     int ov;          /* overflow bits (2: items, 1: partial rows or combine tasks) */
 };
-static __device__ __forceinline__ void kv_lean_sync() { asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory"); }
+static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps only */
+    asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory");
+}
 /* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
  * tile (the general passes plan the batch), else 1 with *r filled. */
 static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
