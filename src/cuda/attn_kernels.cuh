@@ -22,9 +22,9 @@
  * decode kernel starts on the scheduler's items_ready flag instead of the scheduler's completion and writes a
  * sequence's output only once its seq_ok is final; a prefill kernel after it starts on sched_done (kv_attn_kernel) */
 #define KV_EARLY_START 4
-/* scheduler only (set with KV_EARLY_START for B <= KV_LEAN_SEQS): KV_LEAN_WARPS warps (a sequence per thread)
- * plan the batch when every live sequence has a single decode tile (kv_attn_schedule_kernel); otherwise the
- * general passes run */
+/* set with KV_EARLY_START for B <= KV_LEAN_SEQS: KV_LEAN_WARPS warps (a sequence per thread) plan the batch when
+ * every live sequence has a single decode tile (kv_lean_plan), in the scheduler and in every block of the early
+ * decode kernel's SELF instantiation, which starts its first item from it; otherwise the general passes run */
 #define KV_LEAN_SCHED 8
 #define KV_LEAN_WARPS 2
 #define KV_LEAN_SEQS (32 * KV_LEAN_WARPS)
@@ -502,7 +502,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     const bool ok = ok0 && !bad_cu;
     r.ok = ok;
     const int32_t rows = ok ? rows0 : 0;
-    const int32_t chunk = kv_sched_chunk(work, a.split_blocks); /* (work is 0 with bad_cu: no rows) */
+    const int32_t chunk = kv_sched_chunk(work, a.split_blocks); /* (unused with bad_cu: no sequence has rows) */
     kv_sched_tile &q = r.q;
     q.b = b;
     q.row0 = 0;
