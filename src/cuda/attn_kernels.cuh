@@ -354,6 +354,11 @@ static __device__ __forceinline__ void kv_sched_write_tile(const kv_attn_args &a
     }
 }
 /* Item e of tile q and, for piece 0 of a split tile, that kv head's combine task (the block-wide flat pass). */
+/* Item e of tile q's items (list index q.first + e): kv head e / npieces, piece e % npieces. */
+static __device__ __forceinline__ kv_item kv_sched_item_at(const kv_sched_tile &q, int32_t e) {
+    const int kh = e / q.npieces;
+    return kv_sched_item(q, kh, e - kh * q.npieces);
+}
 static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a, const kv_sched_tile &q, int32_t e,
                                                            int32_t skip = 0) {
     const int kh = e / q.npieces;
@@ -363,7 +368,7 @@ static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a
         a.comb_done[q.comb0 + kh] = 0;
     }
     /* items below skip: written by the early decode blocks that run them (kv_attn_kernel, lean plan) */
-    if (q.first + e >= skip) (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item(q, kh, k);
+    if (q.first + e >= skip) (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item_at(q, e);
 }
 
 /* The auto split's chunk in KV tiles from the batch's KV work (tiles x kv heads, summed): no piece longer than a
@@ -459,6 +464,9 @@ struct kv_lean_res {
     int32_t total_comb; /* combine tasks */
     int ov;          /* overflow bits (2: items, 1: partial rows or combine tasks) */
 };
+/* Every item of the plan is in the list (no overflow, no range cut): then the early decode blocks start items
+ * [0, gridDim.x) themselves and the scheduler leaves them unwritten. Both sides decide with this. */
+static __device__ __forceinline__ bool kv_lean_complete(int ov, int32_t cut) { return ov == 0 && cut == 0x7fffffff; }
 static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps only */
     asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory");
 }
@@ -982,7 +990,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         const int32_t total_big = s_bigpre[nbig];
         /* a lean plan without overflow: the early decode blocks computed it too and each wrote and runs item
          * blockIdx.x (kv_attn_kernel) */
-        const int32_t skip = lean && s_overflow == 0 && s_items_cut == 0x7fffffff ? a.grid_ctas : 0;
+        const int32_t skip = lean && kv_lean_complete(s_overflow, s_items_cut) ? a.grid_ctas : 0;
         for (int32_t idx = tid; idx < total_big; idx += KV_SCHED_THREADS) {
             int lo = 0, hi = nbig; /* the last queued tile whose items start at or before idx */
             while (hi - lo > 1) {
@@ -1625,13 +1633,10 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         if (threadIdx.x < KV_LEAN_SEQS) {
             kv_lean_res r;
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
-            const bool good = st && r.ov == 0 && r.cut == 0x7fffffff; /* the same for every caller */
+            const bool good = st && kv_lean_complete(r.ov, r.cut); /* the same for every caller */
             const int32_t i = blockIdx.x, n_mine = r.q.npieces * p.num_kv_heads;
-            if (good && n_mine > 0 && i >= r.q.first && i < r.q.first + n_mine) {
-                const int32_t e = i - r.q.first;
-                const int kh = e / r.q.npieces;
-                a.items[i] = kv_sched_item(r.q, kh, e - kh * r.q.npieces);
-            }
+            if (good && n_mine > 0 && i >= r.q.first && i < r.q.first + n_mine)
+                a.items[i] = kv_sched_item_at(r.q, i - r.q.first);
             if (threadIdx.x == 0) {
                 s_self = good ? (i < r.total ? 1 : 0) : -1;
                 s_self_n = r.total;
