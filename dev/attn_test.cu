@@ -590,6 +590,22 @@ static double pct(std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());
     return v[(size_t)(q * (v.size() - 1) + 0.5)];
 }
+/* KVATTN_TL_RAW=file: every timed repetition's item records appended as text lines (case, rep, item, start us,
+ * end us, smid, block, tiles), times from the call's t0; for offline per-SM analysis */
+static void item_dump(const char *name, int rep, unsigned long long n, double t0) {
+    const char *path = getenv("KVATTN_TL_RAW");
+    if (!path || n == 0) return;
+    if (n > KV_TL_ITEMS) n = KV_TL_ITEMS;
+    static unsigned long long r[KV_TL_ITEMS][4];
+    CK(cudaMemcpyFromSymbol(r, kv_tl_items, sizeof r, sizeof r));
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    for (unsigned long long i = 0; i < n; i++)
+        fprintf(f, "%s\t%d\t%llu\t%.3f\t%.3f\t%u\t%u\t%llu\n", name, rep, i, (r[i][0] - t0) / 1e3, (r[i][1] - t0) / 1e3,
+                (unsigned)(r[i][2] >> 32), (unsigned)(r[i][2] & 0xffffffffu), r[i][3]);
+    fclose(f);
+}
+
 static void item_report(int list, unsigned long long n, double t0) {
     if (n == 0) return;
     if (n > KV_TL_ITEMS) n = KV_TL_ITEMS;
@@ -765,7 +781,10 @@ int main(int argc, char **argv) {
             {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x32768 contig", 1, 32768, 0, 0},
             {"decode 1x64 p16", 1, 64, 16, 0},
             {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
+        const int reps = getenv("KVATTN_TL_REPS") ? atoi(getenv("KVATTN_TL_REPS")) : 4; /* first: warm-up */
+        const char *only = getenv("KVATTN_TL_CASE"); /* run only the cases whose name contains this */
         for (auto &c : cases) {
+            if (only && !strstr(c.name, only)) continue;
             Problem P = make(c.B, 32, 8, 128, c.page, KVATTN_BF16);
             rng_state = 0x5eed;
             for (int b = 0; b < c.B; b++) {
@@ -785,7 +804,7 @@ int main(int argc, char **argv) {
             }
             P.causal = c.inflight != 0;
             build(P, false);
-            for (int rep = 0; rep < 4; rep++) {
+            for (int rep = 0; rep < reps; rep++) {
                 unsigned long long init[3][16];
                 for (int k = 0; k < 3; k++)
                     for (int j = 0; j < 16; j++) init[k][j] = (j == 2 || j == 4 || j >= 5) ? 0ull : ~0ull;
@@ -824,7 +843,8 @@ int main(int argc, char **argv) {
                            t[1][10] / (double)t[1][7], t[1][11] / (double)t[1][7], t[1][14] / (double)t[1][7],
                            t[1][15] / (double)t[1][7], t[1][12] / (double)t[1][7]);
                 printf("\n");
-                if (rep == 3) item_report(1, t[2][7], t0);
+                if (rep == reps - 1) item_report(1, t[2][7], t0);
+                item_dump(c.name, rep, t[2][7], t0);
             }
             free_problem(P);
         }

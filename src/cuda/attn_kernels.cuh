@@ -99,19 +99,28 @@ static __device__ __forceinline__ uint32_t kv_smem_u32(const void *p) {
  * nothing (rows outside the key range, unmapped pages, channels >= D): cp.async's ignore-src predicate. CA: the
  * .ca form (through L1: one L2 request per 128-byte line) instead of .cg (L1 bypassed: 24 L2 sectors requested
  * per warp's 16 sectors of data, ncu), see KV_DECODE_CA. */
-template <bool CA = false>
+template <bool CA = false, int PF = 0>
 static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row, uint64_t off) {
-    if (CA)
-        asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
-                     "cp.async.ca.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
-                     "l"(row), "l"(row + off)
-                     : "memory");
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n"
-                     "cp.async.cg.shared.global [%0], [%2], 16, p;\n}\n" ::"r"(dst),
-                     "l"(row), "l"(row + off)
-                     : "memory");
+#define KV_CP16(form)                                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u64 p, %1, 0;\n" form " [%0], [%2], 16, p;\n}\n" ::"r"(dst), "l"(row), \
+                 "l"(row + off)                                                                                 \
+                 : "memory")
+    if (CA && PF == 256) KV_CP16("cp.async.ca.shared.global.L2::256B");
+    else if (CA && PF == 128) KV_CP16("cp.async.ca.shared.global.L2::128B");
+    else if (CA) KV_CP16("cp.async.ca.shared.global");
+    else if (PF == 256) KV_CP16("cp.async.cg.shared.global.L2::256B");
+    else if (PF == 128) KV_CP16("cp.async.cg.shared.global.L2::128B");
+    else KV_CP16("cp.async.cg.shared.global");
+#undef KV_CP16
 }
+/* L2 prefetch size of a decode item's K / V copies (dev experiment v45): 0 = none, 128 or 256 bytes per miss;
+ * KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. */
+#ifndef KV_DECODE_PF
+#define KV_DECODE_PF 0
+#endif
+#ifndef KV_DECODE_PF_KV
+#define KV_DECODE_PF_KV 3
+#endif
 /* Which rows of a decode item are copied by cp.async.ca: bit 0 K, bit 1 V (the others by .cg). K by .ca and V by
  * .cg (1) took 64x4096 from ~282 to ~266 us on the H200; both by .ca (3) was no faster than both by .cg (0) (v36,
  * attn_notes.md, tenth session); a build may pick another mix with -DKV_DECODE_CA=n. */
@@ -1220,6 +1229,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int RSTEP = EVEN ? KV_THREADS / CH : 1;
         const int my_c0 = (tid % CH) * 8, my_r0 = tid / CH;
         const uint64_t my_cmask = my_c0 < D ? ~0ull : 0ull; /* channels >= D: zeros */
+        constexpr int PF_K = DECODE && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0; /* L2 prefetch size (v45) */
+        constexpr int PF_V = DECODE && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
         auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
@@ -1228,9 +1239,9 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                 for (int k = 0; k < KV_BN / RSTEP; k++) {
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1)>(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask,
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask,
                                                                  (uint64_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2)>(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask,
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask,
                                                                  (uint64_t)my_c0 * 2);
                 }
             } else {
