@@ -113,10 +113,13 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
     else KV_CP16("cp.async.cg.shared.global");
 #undef KV_CP16
 }
-/* L2 prefetch size of a decode item's K / V copies (dev experiment v45): 0 = none, 128 or 256 bytes per miss;
- * KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. */
+/* L2 prefetch size of a decode item's K / V copies (v45): 0 = none (the L2 fetches the missed sectors), 128 or 256
+ * bytes (the aligned segment around the copy; within one page, so no fault, and no data of it is used beyond the
+ * copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on both took the large decode shapes 0.5 - 1%
+ * faster than none on the H200 (64x4096 page 16 276.9 -> 274.6 us, 64x16384 contiguous 1010.1 -> 1001.7), 256 made
+ * them 1 - 3% slower (attn_notes.md, fourteenth session). */
 #ifndef KV_DECODE_PF
-#define KV_DECODE_PF 0
+#define KV_DECODE_PF 128
 #endif
 #ifndef KV_DECODE_PF_KV
 #define KV_DECODE_PF_KV 3
