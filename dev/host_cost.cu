@@ -57,6 +57,24 @@ __global__ void k_fill(uint16_t *d, size_t n, unsigned seed) {
     }
 }
 
+/* the read-ceiling kernel of bench_kernels.cu: sums n16 16-byte words, one partial per block */
+__global__ void k_read_sum(const uint4 *__restrict__ src, unsigned long long n16, unsigned *out) {
+    unsigned acc = 0;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+        uint4 a = __ldg(src + i), b = __ldg(src + i + stride), c = __ldg(src + i + 2 * stride),
+              d = __ldg(src + i + 3 * stride);
+        acc += (a.x ^ a.y ^ a.z ^ a.w) + (b.x ^ b.y ^ b.z ^ b.w) + (c.x ^ c.y ^ c.z ^ c.w) + (d.x ^ d.y ^ d.z ^ d.w);
+    }
+    for (; i < n16; i += stride) {
+        uint4 a = __ldg(src + i);
+        acc += a.x ^ a.y ^ a.z ^ a.w;
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x, acc);
+}
+
 static cudaError_t launch_big(bool pdl, int grid) {
     Big b;
     memset(&b, 0, sizeof b);
@@ -203,6 +221,29 @@ int main(void) {
             true);
     measure("3 x 560-byte (1 + 264 + 132), PDL", [&] {
         CK(launch_big(false, 1)); CK(launch_big(true, 2 * sms)); CK(launch_big(true, sms)); }, true);
+    { /* a plain read of exactly a decode shape's K + V bytes (4 copies rotated, each > the 60 MB L2) */
+        unsigned *part;
+        CK(cudaMalloc(&part, (size_t)sms * 8 * 4));
+        struct { const char *name; size_t bytes; } rd[] = {{"1x32768", (size_t)134217728},
+                                                          {"8x8192", (size_t)268435456},
+                                                          {"64x4096", (size_t)1073741824}};
+        for (auto &r : rd) {
+            void *buf[4];
+            for (int c = 0; c < 4; c++) {
+                CK(cudaMalloc(&buf[c], r.bytes));
+                k_fill<<<1056, 256>>>((uint16_t *)buf[c], r.bytes / 2, 10 + c);
+            }
+            CK(cudaDeviceSynchronize());
+            int it = 0;
+            char name[96];
+            snprintf(name, sizeof name, "plain read of %s's K+V (%.0f MB)", r.name, r.bytes / 1e6);
+            measure(name, [&] {
+                k_read_sum<<<sms * 8, 512>>>((const uint4 *)buf[it++ % 4], r.bytes / 16, part);
+            }, true);
+            for (int c = 0; c < 4; c++) cudaFree(buf[c]);
+        }
+        cudaFree(part);
+    }
     struct { int B, L, page; } shapes[] = {{8, 8192, 0}, {8, 8192, 16}, {1, 32768, 0}, {64, 4096, 16},
                                            {128, 2048, 16}};
     for (auto &s : shapes) {
@@ -216,6 +257,29 @@ int main(void) {
         measure(name, [&] {
             if (kvattn_forward(&P.p, KVATTN_BACKEND_CUDA, P.ws, P.ws_bytes, NULL) != KVATTN_OK) {
                 fprintf(stderr, "forward: %s\n", kvattn_last_error());
+                exit(2);
+            }
+        }, true);
+        /* the same step in fixed mode (seqlen_q = 1, no cu_seqlens_q): decode-only on the host's knowledge */
+        kvattn_params f = P.p;
+        f.cu_seqlens_q = NULL;
+        f.seqlen_q = 1;
+        f.total_q = 0;
+        f.q_batch_stride = f.out_batch_stride = (int64_t)f.num_heads * f.head_dim;
+        f.lse_batch_stride = f.num_heads;
+        f.lse_head_stride = 1;
+        f.lse_row_stride = 1;
+        size_t fws_bytes = 0;
+        if (kvattn_workspace_size(&f, KVATTN_BACKEND_CUDA, &fws_bytes) != KVATTN_OK) {
+            fprintf(stderr, "workspace_size (fixed): %s\n", kvattn_last_error());
+            exit(2);
+        }
+        void *fws;
+        CK(cudaMalloc(&fws, fws_bytes));
+        snprintf(name, sizeof name, "%dx%d %s: kvattn_forward, fixed mode", s.B, s.L, s.page ? "p16" : "contig");
+        measure(name, [&] {
+            if (kvattn_forward(&f, KVATTN_BACKEND_CUDA, fws, fws_bytes, NULL) != KVATTN_OK) {
+                fprintf(stderr, "forward (fixed): %s\n", kvattn_last_error());
                 exit(2);
             }
         }, true);
