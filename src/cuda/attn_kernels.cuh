@@ -116,7 +116,7 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
 /* L2 prefetch size of a decode item's K / V copies (v45): 0 = none (the L2 fetches the missed sectors), 128 or 256
  * bytes (the aligned segment around the copy; within one page, so no fault, and no data of it is used beyond the
  * copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on both took the large decode shapes 0.5 - 1%
- * faster than none on the H200 (64x4096 page 16 276.9 -> 274.6 us, 64x16384 contiguous 1010.1 -> 1001.7), 256 made
+ * faster than none on the H200 (64x4096 page 16 277.4 -> 275.6 us, 64x16384 contiguous 1010.4 -> 1002.6), 256 made
  * them 1 - 3% slower (attn_notes.md, fourteenth session). */
 #ifndef KV_DECODE_PF
 #define KV_DECODE_PF 128
