@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call that times prebuilt variants of the library against each other (fourteenth session, v45):
 # ROUNDS alternating rounds of `bench_cuda --quick` over every $D/bench_<tag> binary (tags from TAGS, the base
-# first), after a quick test_grid of each $D/test_grid_<tag> that exists. Logs: $OUT/<tag><round>.txt, $OUT/log.txt.
+# first), after a quick test_grid of each $D/test_grid_<tag> that exists. Logs: $OUT/res.tgz (<tag><round>.txt and
+# log.txt; the device tool returns at most 8 files).
 #   D=dev/bin/s14 TAGS="base a b c" ROUNDS=2 bash dev/device_variants.sh
 D=${D:-dev/bin/s14}; L=$OUT/log.txt
 s() { echo "== [$(date +%s)] $*" | tee -a $L; }
@@ -14,3 +15,4 @@ for r in $(seq 1 ${ROUNDS:-2}); do
   for t in $TAGS; do s "round $r $t"; $D/bench_$t --quick > $OUT/$t$r.txt 2>&1; done
 done
 s done
+cd $OUT && tar czf res.tgz *.txt && rm -f *.txt
