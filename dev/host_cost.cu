@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kvattn.h"
+#include "../bench/bench_kernels.cu" /* bench_read_sum (the read ceiling's kernel), bench_fill_bf16 */
 
 #define CK(call)                                                                                             \
     do {                                                                                                     \
@@ -44,37 +45,6 @@ __global__ void k_big_pdl(const __grid_constant__ Big p) {
     asm volatile("griddepcontrol.launch_dependents;");
     if (p.b[0] == 7 && threadIdx.x == 1000) printf("x");
 }
-__global__ void k_fill(uint16_t *d, size_t n, unsigned seed) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long z = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-        z ^= z >> 31;
-        z *= 0x94D049BB133111EBull;
-        z ^= z >> 29;
-        float f = (float)(z >> 40) / (float)(1u << 24) * 2.f - 1.f; /* uniform [-1, 1) */
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        d[i] = (uint16_t)(u >> 16);
-    }
-}
-
-/* the read-ceiling kernel of bench_kernels.cu: sums n16 16-byte words, one partial per block */
-__global__ void k_read_sum(const uint4 *__restrict__ src, unsigned long long n16, unsigned *out) {
-    unsigned acc = 0;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n16; i += 4 * stride) {
-        uint4 a = __ldg(src + i), b = __ldg(src + i + stride), c = __ldg(src + i + 2 * stride),
-              d = __ldg(src + i + 3 * stride);
-        acc += (a.x ^ a.y ^ a.z ^ a.w) + (b.x ^ b.y ^ b.z ^ b.w) + (c.x ^ c.y ^ c.z ^ c.w) + (d.x ^ d.y ^ d.z ^ d.w);
-    }
-    for (; i < n16; i += stride) {
-        uint4 a = __ldg(src + i);
-        acc += a.x ^ a.y ^ a.z ^ a.w;
-    }
-    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if ((threadIdx.x & 31) == 0) atomicAdd(out + blockIdx.x, acc);
-}
-
 static cudaError_t launch_big(bool pdl, int grid) {
     Big b;
     memset(&b, 0, sizeof b);
@@ -154,7 +124,7 @@ static Prob make_decode(int B, int L, int page) {
     CK(cudaMalloc(&q, (size_t)B * H * D * 2));
     CK(cudaMalloc(&out, (size_t)B * H * D * 2));
     CK(cudaMalloc(&lse, (size_t)B * H * 4));
-    k_fill<<<264, 256>>>((uint16_t *)q, (size_t)B * H * D, 1);
+    bench_fill_bf16<<<264, 256>>>((uint16_t *)q, (size_t)B * H * D, 1);
     std::vector<int32_t> cu_h(B + 1), sl_h(B, L);
     for (int b = 0; b <= B; b++) cu_h[b] = b;
     CK(cudaMalloc(&cu, (B + 1) * 4));
@@ -192,8 +162,8 @@ static Prob make_decode(int B, int L, int page) {
     void *kc, *vc;
     CK(cudaMalloc(&kc, elems * 2));
     CK(cudaMalloc(&vc, elems * 2));
-    k_fill<<<1056, 256>>>((uint16_t *)kc, elems, 2);
-    k_fill<<<1056, 256>>>((uint16_t *)vc, elems, 3);
+    bench_fill_bf16<<<1056, 256>>>((uint16_t *)kc, elems, 2);
+    bench_fill_bf16<<<1056, 256>>>((uint16_t *)vc, elems, 3);
     p.k_cache = kc;
     p.v_cache = vc;
     Prob P;
@@ -231,14 +201,14 @@ int main(void) {
             void *buf[4];
             for (int c = 0; c < 4; c++) {
                 CK(cudaMalloc(&buf[c], r.bytes));
-                k_fill<<<1056, 256>>>((uint16_t *)buf[c], r.bytes / 2, 10 + c);
+                bench_fill_bf16<<<1056, 256>>>((uint16_t *)buf[c], r.bytes / 2, 10 + c);
             }
             CK(cudaDeviceSynchronize());
             int it = 0;
             char name[96];
             snprintf(name, sizeof name, "plain read of %s's K+V (%.0f MB)", r.name, r.bytes / 1e6);
             measure(name, [&] {
-                k_read_sum<<<sms * 8, 512>>>((const uint4 *)buf[it++ % 4], r.bytes / 16, part);
+                bench_read_sum<<<sms * 8, 512>>>((const uint4 *)buf[it++ % 4], r.bytes / 16, part);
             }, true);
             for (int c = 0; c < 4; c++) cudaFree(buf[c]);
         }
