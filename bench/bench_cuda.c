@@ -523,7 +523,8 @@ int main(int argc, char **argv) {
     static const double fa2[6] = {2.28, 3.25, 2.48, -1, 2.42, 2.45};
     printf("\n(1) decode, one query per sequence, K+V read once\n");
     printf("    isolated: events around one call, stream drained first; b2b: calls back to back, per call; host: enqueue\n");
-    printf("    plain read: the read-ceiling kernel over exactly the shape's K+V bytes (what no decode kernel can beat)\n");
+    printf("    plain read: the read-ceiling kernel over exactly the shape's K+V bytes "
+           "(what no decode kernel can beat)\n");
     printf("%-10s %-12s %10s %9s %9s %9s %9s %7s %8s %s\n", "B x L", "layout", "us", "TB/s", "of read", "b2b us",
            "of read", "host us", "FA2", "check");
     if (g_md) {
@@ -531,9 +532,9 @@ int main(int argc, char **argv) {
         fprintf(g_md, "Isolated: events around one call with the stream drained before it (the GPU also waits for the "
                       "host to enqueue the call's kernels). Back-to-back: %d calls enqueued without a sync, time per "
                       "call (the host runs ahead, as in a generation loop or a CUDA graph). Host: time for "
-                      "`kvattn_forward` to enqueue one call. Plain read (floor): the read-ceiling kernel over exactly the "
-                      "shape's K and V bytes, two rotated buffers, timed the same two ways: what a kernel that only "
-                      "reads the bytes once takes in this run.\n\n", reps);
+                      "`kvattn_forward` to enqueue one call. Plain read (floor): the read-ceiling kernel over "
+                      "exactly the shape's K and V bytes, two rotated buffers, timed the same two ways: what a kernel "
+                      "that only reads the bytes once takes in this run.\n\n", reps);
         fprintf(g_md, "| B x L | layout | isolated us | TB/s | of read ceiling | back-to-back us | of read ceiling | "
                       "host us | FA2 (PERF.md, contiguous) | check (max abs err) |\n");
         fprintf(g_md, "|---|---|---|---|---|---|---|---|---|---|\n");
@@ -548,8 +549,8 @@ int main(int argc, char **argv) {
             printf("%4dx%-5d  %-12s %10.1f %9.2f %8.1f%% %9.1f %8.1f%% %7s %8s %s\n", B, L, "plain read", us, tbs,
                    100 * tbs / g_read_tbs, b2b, 100 * tbs2 / g_read_tbs, "-", "-", "(floor: the bytes read once)");
             if (g_md)
-                fprintf(g_md, "| %dx%d | plain read (floor) | %.1f | %.2f | %.1f%% | %.1f | %.1f%% | - | - | - |\n", B, L,
-                        us, tbs, 100 * tbs / g_read_tbs, b2b, 100 * tbs2 / g_read_tbs);
+                fprintf(g_md, "| %dx%d | plain read (floor) | %.1f | %.2f | %.1f%% | %.1f | %.1f%% | - | - | - |\n",
+                        B, L, us, tbs, 100 * tbs / g_read_tbs, b2b, 100 * tbs2 / g_read_tbs);
             json_rec("{\"kind\": \"plain_read\", \"B\": %d, \"L\": %d, \"us\": %.2f, \"tbs\": %.4f, "
                      "\"frac_read\": %.4f, \"b2b_us\": %.2f, \"b2b_frac_read\": %.4f}",
                      B, L, us, tbs, tbs / g_read_tbs, b2b, tbs2 / g_read_tbs);

@@ -113,11 +113,11 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
     else KV_CP16("cp.async.cg.shared.global");
 #undef KV_CP16
 }
-/* L2 prefetch size of a decode item's K / V copies (v45): 0 = none (the L2 fetches the missed sectors), 128 or 256
- * bytes (the aligned segment around the copy; within one page, so no fault, and no data of it is used beyond the
- * copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on both took the large decode shapes 0.5 - 1%
- * faster than none on the H200 (64x4096 page 16 277.4 -> 275.6 us, 64x16384 contiguous 1010.4 -> 1002.6), 256 made
- * them 1 - 3% slower (attn_notes.md, fourteenth session). */
+/* L2 prefetch size of a decode item's K / V copies on the EVEN copy path (DP 32, 64, 128, 256; v45): 0 = none (the
+ * L2 fetches the missed sectors), 128 or 256 bytes (the aligned segment around the copy; within one page, so no
+ * fault, and no data of it is used beyond the copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on
+ * both took the large decode shapes 0.5 - 1% faster than none on the H200 (64x4096 page 16 277.4 -> 275.6 us,
+ * 64x16384 contiguous 1010.4 -> 1002.6), 256 made them 1 - 3% slower (attn_notes.md, fourteenth session). */
 #ifndef KV_DECODE_PF
 #define KV_DECODE_PF 128
 #endif
@@ -1242,10 +1242,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                 for (int k = 0; k < KV_BN / RSTEP; k++) {
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d0 + k * RSTEP * ROW * 2, kva.x & my_cmask,
-                                                                 (uint64_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d0 + k * RSTEP * ROW * 2, kva.y & my_cmask,
-                                                                 (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d0 + k * RSTEP * ROW * 2,
+                                                                       kva.x & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d0 + k * RSTEP * ROW * 2,
+                                                                       kva.y & my_cmask, (uint64_t)my_c0 * 2);
                 }
             } else {
 #pragma unroll
