@@ -126,6 +126,7 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
 #ifndef KV_DECODE_PF_KV
 #define KV_DECODE_PF_KV 3
 #endif
+static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "KV_DECODE_PF: 0, 128 or 256");
 /* Which rows of a decode item are copied by cp.async.ca: bit 0 K, bit 1 V (the others by .cg). K by .ca and V by
  * .cg (1) took 64x4096 from ~282 to ~266 us on the H200; both by .ca (3) was no faster than both by .cg (0) (v36,
  * attn_notes.md, tenth session); a build may pick another mix with -DKV_DECODE_CA=n. */
