@@ -118,7 +118,7 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
  * fault, and no data of it is used beyond the copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on
  * both took the large decode shapes 0.5 - 1% faster than none on the H200 (64x4096 page 16 277.4 -> 275.6 us,
  * 64x16384 contiguous 1010.4 -> 1002.6), 256 made them 1 - 3% slower; at D 256 128 was equal or faster, at D 64 no
- * faster and 2 - 5% slower at 8x8192 and 1x32768, so DP 32 and 64 copy without it (attn_notes.md, fourteenth
+ * faster and 2 - 6% slower at 8x8192 and 1x32768, so DP 32 and 64 copy without it (attn_notes.md, fourteenth
  * session). */
 #ifndef KV_DECODE_PF
 #define KV_DECODE_PF 128
@@ -1235,7 +1235,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int RSTEP = EVEN ? KV_THREADS / CH : 1;
         const int my_c0 = (tid % CH) * 8, my_r0 = tid / CH;
         const uint64_t my_cmask = my_c0 < D ? ~0ull : 0ull; /* channels >= D: zeros */
-        /* L2 prefetch size (v45), for DP >= 128: at D 64 it was no faster and 2 - 5% slower at 8x8192 / 1x32768 */
+        /* L2 prefetch size (v45), for DP >= 128: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
         auto load_tile = [&](int slot, int stage) {
