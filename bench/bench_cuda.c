@@ -55,50 +55,13 @@ static double kvt_now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 static float median(float *v, int n);
-/* Read ceiling: median TB/s of summing `bytes` with 16-byte loads (grid: 8 blocks of 512 per SM). */
-static double bench_read_ceiling_tbs(size_t bytes, int reps) {
+/* The read kernel (16-byte loads, 8 blocks of 512 per SM) over `bytes` of buf[i % nbuf] in launch i: median us of
+ * one launch isolated (events around it, the stream drained first; 2 warm-ups), and with b2b_us the median over 5
+ * rounds of `reps` launches back to back, per launch. */
+static double bench_read_us(void *const *buf, int nbuf, size_t bytes, int reps, double *b2b_us) {
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    void *buf, *out;
-    CK(cudaMalloc(&buf, bytes));
-    CK(cudaMalloc(&out, (size_t)sms * 8 * 4));
-    bench_fill_bf16(buf, bytes / 2, 3);
-    unsigned long long n16 = bytes / 16;
-    void *args[3] = {&buf, &n16, &out};
-    dim3 grid = {(unsigned)sms * 8, 1, 1}, block = {512, 1, 1};
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    float t[64];
-    if (reps > 64) reps = 64;
-    for (int i = 0; i < reps + 2; i++) {
-        CK(cudaEventRecord(e0, NULL));
-        CK(cudaLaunchKernel((const void *)g_k_read, grid, block, args, 0, NULL));
-        CK(cudaEventRecord(e1, NULL));
-        CK(cudaEventSynchronize(e1));
-        if (i >= 2) CK(cudaEventElapsedTime(&t[i - 2], e0, e1));
-    }
-    cudaFree(buf);
-    cudaFree(out);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return (double)bytes / (median(t, reps) * 1e-3) / 1e12;
-}
-
-static int g_quick;
-static double g_read_tbs, g_copy_tbs;
-
-/* A plain read of `bytes` (the read-ceiling kernel over two rotated buffers, each larger than the L2): median us of
- * one launch isolated (events around it, stream drained first) and per launch back to back (*b2b_us). What a kernel
- * that only reads a decode shape's K and V once, with no attention and no scheduling, takes in this run. */
-static double bench_plain_read_us(size_t bytes, int reps, double *b2b_us) {
-    int sms = 0;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    void *buf[2], *out;
-    for (int c = 0; c < 2; c++) {
-        CK(cudaMalloc(&buf[c], bytes));
-        bench_fill_bf16(buf[c], bytes / 2, 21 + c);
-    }
+    void *out;
     CK(cudaMalloc(&out, (size_t)sms * 8 * 4));
     unsigned long long n16 = bytes / 16;
     dim3 grid = {(unsigned)sms * 8, 1, 1}, block = {512, 1, 1};
@@ -108,17 +71,17 @@ static double bench_plain_read_us(size_t bytes, int reps, double *b2b_us) {
     float t[64], rt[5];
     if (reps > 64) reps = 64;
     for (int i = 0; i < reps + 2; i++) {
-        void *args[3] = {&buf[i % 2], &n16, &out};
+        void *args[3] = {(void *)&buf[i % nbuf], &n16, &out};
         CK(cudaEventRecord(e0, NULL));
         CK(cudaLaunchKernel((const void *)g_k_read, grid, block, args, 0, NULL));
         CK(cudaEventRecord(e1, NULL));
         CK(cudaEventSynchronize(e1));
         if (i >= 2) CK(cudaEventElapsedTime(&t[i - 2], e0, e1));
     }
-    for (int round = 0; round < 5; round++) {
+    for (int round = 0; b2b_us && round < 5; round++) {
         CK(cudaEventRecord(e0, NULL));
         for (int i = 0; i < reps; i++) {
-            void *args[3] = {&buf[i % 2], &n16, &out};
+            void *args[3] = {(void *)&buf[i % nbuf], &n16, &out};
             CK(cudaLaunchKernel((const void *)g_k_read, grid, block, args, 0, NULL));
         }
         CK(cudaEventRecord(e1, NULL));
@@ -126,12 +89,38 @@ static double bench_plain_read_us(size_t bytes, int reps, double *b2b_us) {
         CK(cudaEventElapsedTime(&rt[round], e0, e1));
         rt[round] /= (float)reps;
     }
-    for (int c = 0; c < 2; c++) cudaFree(buf[c]);
+    if (b2b_us) *b2b_us = 1000.0 * median(rt, 5);
     cudaFree(out);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
-    *b2b_us = 1000.0 * median(rt, 5);
     return 1000.0 * median(t, reps);
+}
+
+/* Read ceiling: TB/s of summing `bytes` of one buffer, median of `reps` isolated launches. */
+static double bench_read_ceiling_tbs(size_t bytes, int reps) {
+    void *buf;
+    CK(cudaMalloc(&buf, bytes));
+    bench_fill_bf16(buf, bytes / 2, 3);
+    const double us = bench_read_us(&buf, 1, bytes, reps, NULL);
+    cudaFree(buf);
+    return (double)bytes / (us * 1e-6) / 1e12;
+}
+
+static int g_quick;
+static double g_read_tbs, g_copy_tbs;
+
+/* A plain read of `bytes` (the read-ceiling kernel over two rotated buffers, each larger than the L2): median us of
+ * one launch isolated and per launch back to back (*b2b_us). What a kernel that only reads a decode shape's K and V
+ * once, with no attention and no scheduling, takes in this run. */
+static double bench_plain_read_us(size_t bytes, int reps, double *b2b_us) {
+    void *buf[2];
+    for (int c = 0; c < 2; c++) {
+        CK(cudaMalloc(&buf[c], bytes));
+        bench_fill_bf16(buf[c], bytes / 2, 21 + c);
+    }
+    const double us = bench_read_us(buf, 2, bytes, reps, b2b_us);
+    for (int c = 0; c < 2; c++) cudaFree(buf[c]);
+    return us;
 }
 
 static int cmp_f(const void *a, const void *b) {
