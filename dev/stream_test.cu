@@ -96,6 +96,14 @@ static __device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool 
                      "l"(src), "r"((int)ok));
     } else if (MODE == 2) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+    } else if (MODE == 4) { /* the decode kernel's V copies: .cg, L2 prefetch size 128 B, ignore-src predicate */
+        asm volatile("{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n"
+                     " cp.async.cg.shared.global.L2::128B [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+                     "l"(src), "r"((int)ok));
+    } else if (MODE == 5) { /* the decode kernel's K copies: .ca, L2 prefetch size 128 B, ignore-src predicate */
+        asm volatile("{\n .reg .pred p;\n setp.eq.u32 p, %2, 0;\n"
+                     " cp.async.ca.shared.global.L2::128B [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+                     "l"(src), "r"((int)ok));
     } else {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
     }
@@ -104,10 +112,15 @@ static __device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool 
 /* MAP: which 16-byte chunks a warp's copy instruction covers (order 0/1 only): 0 = two whole rows (lanes 0-15 row r,
  * 16-31 row r + 1; the decode kernel's mapping), 1 = the same half (128 bytes) of four rows, 2 = two rows with the
  * lanes interleaved (lane l: row l % 2, chunk l / 2), 3 = row r of K (lanes 0-15) and row r of V (lanes 16-31). */
-template <int MODE, int MAP = 0>
+/* SWZ: dense smem rows of D elements (256 B, 128-byte aligned) with 16-byte chunk c of row r stored at chunk
+ * c ^ (r & 7) (what keeps ldmatrix over 8 rows free of bank conflicts without padding); VMODE: V's copy form
+ * (-1: MODE's). */
+template <int MODE, int MAP = 0, int SWZ = 0, int VMODE = -1>
 __global__ void __launch_bounds__(THREADS) k_cp(shape s, int order, const uint16_t *kc, const uint16_t *vc, unsigned *out) {
-    extern __shared__ __align__(16) uint16_t sm[]; /* NS stages of K then NS of V, rows of D + 8 */
-    const int ROW = D + 8, ELEMS = BN * ROW;
+    extern __shared__ __align__(128) uint16_t sm[]; /* NS stages of K then NS of V, rows of D + 8 (SWZ: D) */
+    constexpr int VM = VMODE < 0 ? MODE : VMODE;
+    const int ROW = SWZ ? D : D + 8, ELEMS = BN * ROW;
+    auto sw = [&](int rr, int c0) { return SWZ ? rr * ROW + (((c0 >> 3) ^ (rr & 7)) << 3) : rr * ROW + c0; };
     const int tid = threadIdx.x;
     unsigned acc = 0;
     const int per = s.S / s.splits;
@@ -153,8 +166,8 @@ __global__ void __launch_bounds__(THREADS) k_cp(shape s, int order, const uint16
                     off = ((size_t)b * s.S + t0 + kt * rows_per_tile) * HK * D + (size_t)rr * D + c0;
                 else
                     off = ((size_t)b * s.S + t0 + kt * BN + rr) * HK * D + (size_t)h * D + c0;
-                cp16<MODE>((uint32_t)__cvta_generic_to_shared(dk + rr * ROW + c0), kc + off, true);
-                cp16<MODE>((uint32_t)__cvta_generic_to_shared(dv + rr * ROW + c0), vc + off, true);
+                cp16<MODE>((uint32_t)__cvta_generic_to_shared(dk + sw(rr, c0)), kc + off, true);
+                cp16<VM>((uint32_t)__cvta_generic_to_shared(dv + sw(rr, c0)), vc + off, true);
             }
         };
 #pragma unroll
@@ -345,6 +358,12 @@ int main(int argc, char **argv) {
     CK(cudaFuncSetAttribute(k_cp<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<1, 0, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<3, 0, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<5, 0, 0, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<5, 0, 1, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<3, 0, 0, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CK(cudaFuncSetAttribute(k_cp<3, 0, 1, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CK(cudaFuncSetAttribute(k_cp<1, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const int smem_bulk = 2 * NS * BN * (D + 8) * 2 + 1024, smem_reg = 2 * 2 * BN * D * 2;
@@ -389,6 +408,9 @@ int main(int argc, char **argv) {
             {"reg ldg+sts", 13, 0, 3}, {"tma box64 1/SM", 11, 64, 1}, {"tma box16 1/SM", 12, 16, 1},
             {"cp1 all-heads", 1, 2, 2}, {"cp3 .ca all-hd", 3, 2, 2}, {"cp1 again", 1, 0, 2},
             {"cp1 map1 4x128", 21, 0, 2}, {"cp1 map2 interl", 22, 0, 2}, {"cp1 map3 K|V", 23, 0, 2},
+            {"cp1 swz", 30, 0, 2},    {"cp3 .ca swz", 31, 0, 2},  {"mix pad", 32, 0, 2},  {"mix swz", 33, 0, 2},
+            {"ca|cg pad", 34, 0, 2},  {"ca|cg swz", 35, 0, 2},    {"mix pad again", 32, 0, 2},
+            {"mix swz again", 33, 0, 2},
         };
         double seq_tbs = 0;
         for (const variant &v : vs) {
@@ -424,6 +446,18 @@ int main(int argc, char **argv) {
                     k_cp<1, 2><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 23) {
                     k_cp<1, 3><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 30) {
+                    k_cp<1, 0, 1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 31) {
+                    k_cp<3, 0, 1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 32) {
+                    k_cp<5, 0, 0, 4><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 33) {
+                    k_cp<5, 0, 1, 4><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 34) {
+                    k_cp<3, 0, 0, 1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
+                } else if (v.kind == 35) {
+                    k_cp<3, 0, 1, 1><<<grid, THREADS, smem>>>(s, v.order, kc + c, vc + c, out);
                 } else if (v.kind == 10) {
                     k_bulk<0><<<grid, THREADS, smem_bulk>>>(s, v.order, kc + c, vc + c, km, vm, out);
                 } else if (v.kind == 11 || v.kind == 12) {

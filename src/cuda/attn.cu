@@ -56,7 +56,8 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     if (kv_attn_dev_stages && pl->dp == 128) pl->dec_stages = kv_attn_dev_stages;
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
-    pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) * (pl->dp + 8) * 2;
+    pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) *
+                   kv_smem_row(true, pl->dp) * 2;
     /* prefill on Hopper: the wgmma kernel for DP 64, 128 and 256 (a build for sm_90a on a 9.0 device) */
     pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90 && (pl->dp == 64 || pl->dp == 128 || pl->dp == 256);
     if (pl->sm90) {

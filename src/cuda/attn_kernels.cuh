@@ -1123,9 +1123,34 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
  *    partial states merged in smem in warp order at the end;
  * 4. out = O / l, lse = ln(sum) (0 and -inf for rows without keys), or the normalized partial of a piece
  *    (then kv_attn_piece_done: the last piece of a tile merges them). */
-template <int DP, int NS>
+/* The smem rows of decode items' K / V stages and Q tile for DP 128 and 256 (v46): dense rows of DP elements
+ * (128-byte aligned, so that a warp's 16-byte copies fill whole lines) with the 16-byte chunk c of row r stored at
+ * chunk c ^ (r & 7), which keeps the 8 rows of every ldmatrix on distinct banks (KV_DECODE_SWZ 1); 0 = rows padded
+ * to DP + 8 elements, as the other kernels and head dims keep them. In a copy-only stream of the decode kernel's
+ * pattern (dev/stream_test, H200) the swizzled rows took 64x4096 from 241.1 to 238.0 us and 8x8192 from 65.4 to
+ * 64.7. KV_SWZ_PIN (bit 0 K, bit 1 V): the lane's swizzled ldmatrix offsets are computed once per item and held
+ * in registers (an empty asm makes them opaque); unpinned, the compiler recomputed them from the thread index in
+ * every tile (~40 instructions per tile and warp). Measured on the H200 (bench_cuda --quick, mean of isolated
+ * calls over all 30 decode rows against the padded rows): V pinned -1.5%, worst row +0.2%; both pinned -1.3%,
+ * faster at 64x4096 contiguous and 64x16384 but up to +1.8% at page size 1 and 128x2048 / 256x1024; K only -0.5%
+ * (attn_notes.md, fifteenth session). */
+#ifndef KV_DECODE_SWZ
+#define KV_DECODE_SWZ 1
+#endif
+#ifndef KV_SWZ_PIN
+#define KV_SWZ_PIN 2
+#endif
+static __host__ __device__ constexpr bool kv_swizzled(bool decode, int dp) {
+    return KV_DECODE_SWZ && decode && (dp == 128 || dp == 256);
+}
+/* smem row pitch (elements) of the K / V stages and the Q tile */
+static __host__ __device__ constexpr int kv_smem_row(bool decode, int dp) {
+    return kv_swizzled(decode, dp) ? dp : dp + 8;
+}
+template <int DP, int NS, bool DECODE = false>
 struct kv_attn_smem {
-    static constexpr int ROW = DP + 8;  /* padded smem row (elements): ldmatrix rows hit distinct banks */
+    static constexpr bool SWZ = kv_swizzled(DECODE, DP);
+    static constexpr int ROW = kv_smem_row(DECODE, DP); /* padded: ldmatrix rows hit distinct banks; or swizzled */
     static constexpr int KV_ELEMS = KV_BN * ROW;
     /* DP <= 128 keeps Q in registers after the prologue, so Q borrows K stage NS-1 (first written by the
      * cp.async of iteration 0, after every warp read Q); larger DP keeps its own Q tile. */
@@ -1138,8 +1163,9 @@ template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
-    typedef kv_attn_smem<DP, NS> SM;
+    typedef kv_attn_smem<DP, NS, DECODE> SM;
     constexpr int ROW = SM::ROW;
+    constexpr bool SWZ = SM::SWZ;
     constexpr int DT = DP / 8;   /* n8 tiles of the output */
     constexpr int DK = DP / 16;  /* k16 steps of Q K^T */
     constexpr int CH = DP / 8;   /* 16-byte chunks per row */
@@ -1210,7 +1236,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 } else {
                     *(uint4 *)vals = make_uint4(0, 0, 0, 0);
                 }
-                *(uint4 *)(sQ + rr * ROW + c0) = *(const uint4 *)vals;
+                *(uint4 *)(sQ + rr * ROW + (SWZ ? ((c0 >> 3) ^ (rr & 7)) << 3 : c0)) = *(const uint4 *)vals;
             }
         }
 
@@ -1235,6 +1261,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int RSTEP = EVEN ? KV_THREADS / CH : 1;
         const int my_c0 = (tid % CH) * 8, my_r0 = tid / CH;
         const uint64_t my_cmask = my_c0 < D ? ~0ull : 0ull; /* channels >= D: zeros */
+        static_assert(!SWZ || (EVEN && RSTEP % 4 == 0), "swizzled stages: rows my_r0 + k RSTEP, two chunk positions");
+        uint32_t d_sw[2]; /* swizzled: smem byte offsets of this thread's chunk in rows my_r0 and my_r0 + RSTEP */
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int r = my_r0 + j * RSTEP;
+            d_sw[j] = (uint32_t)(r * ROW + (((my_c0 >> 3) ^ (r & 7)) << 3)) * 2;
+        }
         /* L2 prefetch size (v45), for DP >= 128: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
@@ -1242,14 +1275,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
             if (EVEN) {
-                const uint32_t d0 = (uint32_t)(my_r0 * ROW + my_c0) * 2;
 #pragma unroll
                 for (int k = 0; k < KV_BN / RSTEP; k++) {
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d0 + k * RSTEP * ROW * 2,
-                                                                       kva.x & my_cmask, (uint64_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d0 + k * RSTEP * ROW * 2,
-                                                                       kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                    /* swizzled: rows my_r0 + k RSTEP alternate between two chunk positions (RSTEP 4 or 8) */
+                    const uint32_t d = SWZ ? d_sw[k & 1] + (uint32_t)((k & ~1) * RSTEP * ROW * 2)
+                                           : (uint32_t)(my_r0 * ROW + my_c0) * 2 + k * RSTEP * ROW * 2;
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
                 }
             } else {
 #pragma unroll
@@ -1268,12 +1301,35 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         int32_t next_page = first_pages[NS]; /* of the tile whose offsets are resolved next */
         __syncthreads(); /* Q and the first offsets in smem */
         const int wrow0 = decode ? 0 : warp * 16;
+        /* swizzled stages: this lane's ldmatrix addresses in bytes from a stage's (or Q's) start. Lane l reads chunk
+         * 2 kk + (l >> 4) of Q row l & 15 and of V row key0 + (l & 7) + ((l >> 3) & 1) 8, chunk 2 kk + ((l >> 3) & 1)
+         * of K row key0 + (l & 7) + (l >> 4) 8 (+ 16 np), each row = l (mod 8): stored at chunk XOR (l & 7), which
+         * depends on kk through kk & 3 only (kk >> 2 adds 128 bytes) */
+        uint32_t q_sw[4], k_sw[4], v_sw[4];
+        if (SWZ) {
+            const int l7 = lane & 7;
+            const int k_row = warp * 16 + l7 + ((lane >> 4) << 3), v_row = warp * 16 + l7 + ((lane >> 3) & 1) * 8; /* key0 */
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                q_sw[j] = (uint32_t)((lane & 15) * ROW + (((2 * j + (lane >> 4)) ^ l7) << 3)) * 2;
+                k_sw[j] = (uint32_t)(k_row * ROW + (((2 * j + ((lane >> 3) & 1)) ^ l7) << 3)) * 2;
+                v_sw[j] = (uint32_t)(v_row * ROW + (((2 * j + (lane >> 4)) ^ l7) << 3)) * 2;
+#if KV_SWZ_PIN & 1
+                asm volatile("" : "+r"(k_sw[j]));
+#endif
+#if KV_SWZ_PIN & 2
+                asm volatile("" : "+r"(v_sw[j]));
+#endif
+            }
+        }
+        auto q_addr = [&](int kk) {
+            return SWZ ? kv_smem_u32(sQ) + q_sw[kk & 3] + (kk >> 2) * 128
+                       : kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
+        };
         uint32_t qf[DP <= 128 ? DK : 1][4];
         if (DP <= 128) {
 #pragma unroll
-            for (int kk = 0; kk < DK; kk++)
-                kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
-                               qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+            for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
 #pragma unroll
         for (int st = 0; st < NS - 1; st++) {
@@ -1339,15 +1395,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 if (DP <= 128) {
                     af[0] = qf[kk][0]; af[1] = qf[kk][1]; af[2] = qf[kk][2]; af[3] = qf[kk][3];
                 } else {
-                    kv_ldmatrix_x4(kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8),
-                                   af[0], af[1], af[2], af[3]);
+                    kv_ldmatrix_x4(q_addr(kk), af[0], af[1], af[2], af[3]);
                 }
 #pragma unroll
                 for (int np = 0; np < 4; np++) {
                     if (np * 2 < NT) {
                         uint32_t b0, b1, b2, b3;
                         const int key = key0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
-                        kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
+                        if (SWZ)
+                            kv_ldmatrix_x4(kv_smem_u32(tk) + k_sw[kk & 3] + (kk >> 2) * 128 + np * 16 * ROW * 2, b0, b1,
+                                           b2, b3);
+                        else
+                            kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
                         kv_mma<T>::run(sc[2 * np], af, b0, b1);
                         kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
                     }
@@ -1417,7 +1476,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                     for (int dn = 0; dn < DT / 2; dn++) {
                         uint32_t b0, b1, b2, b3;
-                        kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
+                        if (SWZ)
+                            kv_ldmatrix_x4_trans(kv_smem_u32(tv) + v_sw[dn & 3] + (dn >> 2) * 128 + kc * 16 * ROW * 2, b0,
+                                                 b1, b2, b3);
+                        else
+                            kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
                         kv_mma<T>::run(o[2 * dn], pa, b0, b1);
                         kv_mma<T>::run(o[2 * dn + 1], pa, b2, b3);
                     }
@@ -1622,7 +1685,7 @@ template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     static_assert(DECODE || !EARLY, "early start: decode kernel only");
     static_assert(EARLY || !SELF, "the first item from the lean plan: early start only");
-    extern __shared__ __align__(16) unsigned char kv_smem_raw[];
+    extern __shared__ __align__(128) unsigned char kv_smem_raw[]; /* (swizzled stages: 128-byte aligned rows) */
     __shared__ __align__(16) uint64_t s_addr[NS][KV_BN][2]; /* global addresses of the K, V rows of tiles in flight */
     __shared__ float s_m[4][KV_DECODE_ROWS], s_l[4][KV_DECODE_ROWS];
     __shared__ int s_item, s_flag;
