@@ -9,6 +9,8 @@
  *   order     item order: 0 = (b, h, split) b-major (the heads of one token on neighbouring blocks),
  *             1 = h-major (neighbouring blocks on other sequences), 2 = "all heads": an item is a run of
  *             tokens and a tile 8 tokens x 8 heads (whole 2 KiB rows: contiguous 16 KiB of K and of V).
+ *   swz       the same copies into dense rows of D elements, 16-byte chunk c of row r at chunk c ^ (r & 7) (the
+ *             decode kernel's layout since v46); mix = the decode kernel's copies (K .ca, V .cg, .L2::128B).
  *   bulk rows one 256-byte cp.async.bulk per row into dense smem rows ("pad8": into rows of D + 8 elements, the
  *             decode kernel's padded pitch); tma box: tensor-map copies; reg ldg+sts: registers, then smem.
  * Usage: stream_test [B S splits]   (default: both issue shapes, 64x4096 and 8x8192 with 4 splits). */
