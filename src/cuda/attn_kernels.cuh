@@ -1140,8 +1140,14 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
 #ifndef KV_SWZ_PIN
 #define KV_SWZ_PIN 2
 #endif
+/* dev: DP 64 swizzled too. Measured slower (dev/attn_test bench at D 64, two rounds: +8.6% mean, +21% at 64x16384,
+ * -7 to -9% at 128x2048 / 256x1024); its smaller stages (64 KB + 4 KB static instead of 72 + 4) leave room for a
+ * third block per SM by the sizes, so that comparison mixes two changes (attn_notes.md, fifteenth session). */
+#ifndef KV_DECODE_SWZ_64
+#define KV_DECODE_SWZ_64 0
+#endif
 static __host__ __device__ constexpr bool kv_swizzled(bool decode, int dp) {
-    return KV_DECODE_SWZ && decode && (dp == 128 || dp == 256);
+    return KV_DECODE_SWZ && decode && (dp == 128 || dp == 256 || (KV_DECODE_SWZ_64 && dp == 64));
 }
 /* smem row pitch (elements) of the K / V stages and the Q tile */
 static __host__ __device__ constexpr int kv_smem_row(bool decode, int dp) {
