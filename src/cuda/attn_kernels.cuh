@@ -1153,6 +1153,12 @@ static __host__ __device__ constexpr bool kv_swizzled(bool decode, int dp) {
 static __host__ __device__ constexpr int kv_smem_row(bool decode, int dp) {
     return kv_swizzled(decode, dp) ? dp : dp + 8;
 }
+/* Element offset of column c (a multiple of 8) of row r in a stage or Q tile of pitch ROW: the one definition of the
+ * layout that the copies, the Q stores and the ldmatrix offsets share (swizzled: chunk c / 8 at (c / 8) ^ (r & 7)) */
+template <bool SWZ, int ROW>
+static __device__ __forceinline__ int kv_smem_at(int r, int c) {
+    return r * ROW + (SWZ ? ((c >> 3) ^ (r & 7)) << 3 : c);
+}
 template <int DP, int NS, bool DECODE = false>
 struct kv_attn_smem {
     static constexpr bool SWZ = kv_swizzled(DECODE, DP);
@@ -1242,7 +1248,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 } else {
                     *(uint4 *)vals = make_uint4(0, 0, 0, 0);
                 }
-                *(uint4 *)(sQ + rr * ROW + (SWZ ? ((c0 >> 3) ^ (rr & 7)) << 3 : c0)) = *(const uint4 *)vals;
+                *(uint4 *)(sQ + kv_smem_at<SWZ, ROW>(rr, c0)) = *(const uint4 *)vals;
             }
         }
 
@@ -1270,10 +1276,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         static_assert(!SWZ || (EVEN && RSTEP % 4 == 0), "swizzled stages: rows my_r0 + k RSTEP, two chunk positions");
         uint32_t d_sw[2]; /* swizzled: smem byte offsets of this thread's chunk in rows my_r0 and my_r0 + RSTEP */
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
-            const int r = my_r0 + j * RSTEP;
-            d_sw[j] = (uint32_t)(r * ROW + (((my_c0 >> 3) ^ (r & 7)) << 3)) * 2;
-        }
+        for (int j = 0; j < 2; j++) d_sw[j] = (uint32_t)kv_smem_at<true, ROW>(my_r0 + j * RSTEP, my_c0) * 2;
         /* L2 prefetch size (v45), for DP >= 128: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
@@ -1313,13 +1316,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * depends on kk through kk & 3 only (kk >> 2 adds 128 bytes) */
         uint32_t q_sw[4], k_sw[4], v_sw[4];
         if (SWZ) {
-            const int l7 = lane & 7;
-            const int k_row = warp * 16 + l7 + ((lane >> 4) << 3), v_row = warp * 16 + l7 + ((lane >> 3) & 1) * 8; /* key0 */
+            const int k_row = warp * 16 + (lane & 7) + ((lane >> 4) << 3); /* key0 = 16 warp */
+            const int v_row = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                q_sw[j] = (uint32_t)((lane & 15) * ROW + (((2 * j + (lane >> 4)) ^ l7) << 3)) * 2;
-                k_sw[j] = (uint32_t)(k_row * ROW + (((2 * j + ((lane >> 3) & 1)) ^ l7) << 3)) * 2;
-                v_sw[j] = (uint32_t)(v_row * ROW + (((2 * j + (lane >> 4)) ^ l7) << 3)) * 2;
+                q_sw[j] = (uint32_t)kv_smem_at<true, ROW>(lane & 15, (2 * j + (lane >> 4)) * 8) * 2;
+                k_sw[j] = (uint32_t)kv_smem_at<true, ROW>(k_row, (2 * j + ((lane >> 3) & 1)) * 8) * 2;
+                v_sw[j] = (uint32_t)kv_smem_at<true, ROW>(v_row, (2 * j + (lane >> 4)) * 8) * 2;
 #if KV_SWZ_PIN & 1
                 asm volatile("" : "+r"(k_sw[j]));
 #endif
