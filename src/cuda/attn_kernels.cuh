@@ -11,6 +11,11 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/attn_v0.cuh"
 
+#ifndef KV_DEV_STRIP /* dev only (sixteenth session): bits skip parts of a decode item (1 Q K^T, 2 masks and softmax,
+                      * 4 P V, 8 the epilogue and the split combine, 16 the Q tile's load); results are wrong, for
+                      * timing what each part costs */
+#define KV_DEV_STRIP 0
+#endif
 #define KV_BN 64              /* keys per KV tile */
 #define KV_DECODE_ROWS 16     /* packed rows of a decode-shaped item: the 4 warps split the keys */
 #define KV_PREFILL_ROWS 64    /* packed rows of a prefill item of the mma.sync kernel: 16 per warp */
@@ -1181,6 +1186,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
     constexpr int DT = DP / 8;   /* n8 tiles of the output */
     constexpr int DK = DP / 16;  /* k16 steps of Q K^T */
     constexpr int CH = DP / 8;   /* 16-byte chunks per row */
+    constexpr int STRIP = DECODE ? KV_DEV_STRIP : 0;
     T *sK = (T *)kv_smem_raw + SM::Q_ELEMS; /* NS stages of K, then NS of V */
     T *sV = sK + NS * SM::KV_ELEMS;
     T *sQ = SM::Q_OWN ? (T *)kv_smem_raw : sK + (NS - 1) * SM::KV_ELEMS;
@@ -1217,7 +1223,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         for (int st = 0; st <= NS; st++) first_pages[st] = page_read(kt_begin + st);
 
         /* 1. Q tile */
-        {
+        if (!(STRIP & 16)) {
             const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
             for (int e = tid; e < tile_rows * CH; e += KV_THREADS) {
                 const int rr = e / CH, c0 = (e - rr * CH) * 8;
@@ -1399,7 +1405,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
             for (int n = 0; n < 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < DK; kk++) {
+            for (int kk = 0; kk < (STRIP & 1 ? 0 : DK); kk++) {
                 uint32_t af[4];
                 if (DP <= 128) {
                     af[0] = qf[kk][0]; af[1] = qf[kk][1]; af[2] = qf[kk][2]; af[3] = qf[kk][3];
@@ -1422,6 +1428,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 }
             }
             /* scores -> log2 units, masks */
+            if (!(STRIP & 2)) {
             const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + NT * 8 <= vhi[0] && jt >= vlo[1] &&
                                                           jt + NT * 8 <= vhi[1]);
 #pragma unroll
@@ -1472,10 +1479,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     o[d][2 * h2 + 1] *= corr;
                 }
             }
+            }
             /* O += P V */
 #pragma unroll
             for (int kc = 0; kc < 4; kc++) {
-                if (kc * 2 < NT) {
+                if (kc * 2 < NT && !(STRIP & 4)) {
                     uint32_t pa[4];
                     pa[0] = kv_mma<T>::pack(sc[2 * kc][0], sc[2 * kc][1]);
                     pa[1] = kv_mma<T>::pack(sc[2 * kc][2], sc[2 * kc][3]);
@@ -1504,6 +1512,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         int verdict = gate ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* in flight during the merge's first steps */
         kv_cp_async_wait<0>();
         __syncthreads(); /* all warps done with the stages: they may be reused below */
+        if (STRIP & 8) return;
 
         /* 4. epilogue */
 #pragma unroll
@@ -1792,7 +1801,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
             self = 0;
         }
-        if (it.comb >= 0) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
+        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 8))) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE
