@@ -12,8 +12,9 @@
 #include "cuda/attn_v0.cuh"
 
 #ifndef KV_DEV_STRIP /* dev only (sixteenth session): bits skip parts of a decode item (1 Q K^T, 2 masks and softmax,
-                      * 4 P V, 8 the epilogue and the split combine, 16 the Q tile's load); results are wrong, for
-                      * timing what each part costs */
+                      * 4 P V, 8 the epilogue and the split combine, 16 the Q tile's load, 32 the split combine,
+                      * 64 the epilogue's merged rows and their writes); results are wrong, for timing what each
+                      * part costs */
 #define KV_DEV_STRIP 0
 #endif
 #define KV_BN 64              /* keys per KV tile */
@@ -150,6 +151,12 @@ static __device__ __forceinline__ int32_t kv_ld_relaxed(const int32_t *p) {
     int32_t v;
     asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+/* atomic add with acquire and release semantics at gpu scope; returns the old value */
+static __device__ __forceinline__ int32_t kv_atom_add_acq_rel(int32_t *p, int32_t v) {
+    int32_t old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
 }
 static __device__ __forceinline__ void kv_st_release(int32_t *p, int32_t v) {
     asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
@@ -1538,7 +1545,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             if (gate) verdict = kv_seq_verdict(a.seq_ok, b, verdict);
             __syncthreads();
             /* merged rows: thread handles (row, channel pair) */
-            for (int e = tid; e < KV_DECODE_ROWS * (DP / 2); e += KV_THREADS) {
+            for (int e = tid; e < (STRIP & 64 ? 0 : KV_DECODE_ROWS * (DP / 2)); e += KV_THREADS) {
                 const int rr = e / (DP / 2), c = (e - rr * (DP / 2)) * 2;
                 if (rr >= it.nrows) continue;
                 float mx = -CUDART_INF_F;
@@ -1606,6 +1613,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         }
 }
 
+#define KV_COMBINE_FEW 8 /* a merge of at most this many splits loads every split's first channels with the lse */
 /* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
  * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
  * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row: lanes over splits (fixed
@@ -1622,6 +1630,12 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
         const float first = lane < ns ? __ldcg(lse_s + (int64_t)lane * cb.nrows) : -CUDART_INF_F;
+        /* the lane's first four channels of the first KV_COMBINE_FEW splits, loaded in the lse's round trip */
+        const float *po_row = a.part_o + ((int64_t)cb.part_base + rr) * DP;
+        float4 xf[KV_COMBINE_FEW];
+#pragma unroll
+        for (int k = 0; k < KV_COMBINE_FEW; k++)
+            if (k < ns) xf[k] = __ldcg((const float4 *)(po_row + (int64_t)k * cb.nrows * DP + (lane * 4 < D ? lane * 4 : 0)));
         float mx = first;
         for (int k = lane + 32; k < ns; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
 #pragma unroll
@@ -1639,13 +1653,32 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             for (int k0 = 0; k0 < ns; k0 += 32) {
                 /* lane k holds the weight of split k0 + k */
-                const float w_mine = L > 0.0f && k0 + lane < ns
-                                         ? expf(__ldcg(lse_s + (int64_t)(k0 + lane) * cb.nrows) - lse) : 0.0f;
+                const float w_mine =
+                    L > 0.0f && k0 + lane < ns
+                        ? expf((k0 == 0 ? first : __ldcg(lse_s + (int64_t)(k0 + lane) * cb.nrows)) - lse) : 0.0f;
                 const int kn = min(32, ns - k0);
-                const float *po = a.part_o + ((int64_t)cb.part_base + (int64_t)k0 * cb.nrows + rr) * DP +
-                                  (c0 < D ? c0 : 0);
+                const float *po = po_row + (int64_t)k0 * cb.nrows * DP + (c0 < D ? c0 : 0);
+                int k1 = 0;
+                if (k0 == 0) { /* splits 0 .. KV_COMBINE_FEW - 1 from xf (loaded again for the next 128 channels) */
+                    if (c0 != lane * 4) {
+#pragma unroll
+                        for (int k = 0; k < KV_COMBINE_FEW; k++)
+                            if (k < kn) xf[k] = __ldcg((const float4 *)(po + (int64_t)k * cb.nrows * DP));
+                    }
+#pragma unroll
+                    for (int k = 0; k < KV_COMBINE_FEW; k++) {
+                        if (k < kn) {
+                            const float w = __shfl_sync(0xffffffffu, w_mine, k);
+                            v.x += w * xf[k].x;
+                            v.y += w * xf[k].y;
+                            v.z += w * xf[k].z;
+                            v.w += w * xf[k].w;
+                        }
+                    }
+                    k1 = KV_COMBINE_FEW;
+                }
 #pragma unroll 8
-                for (int k = 0; k < kn; k++) {
+                for (int k = k1; k < kn; k++) {
                     const float w = __shfl_sync(0xffffffffu, w_mine, k);
                     const float4 x = __ldcg((const float4 *)(po + (int64_t)k * cb.nrows * DP));
                     v.x += w * x.x;
@@ -1670,29 +1703,36 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
 
 /* After a block wrote the partial rows of a split piece: count the piece, and if it was the task's last,
  * merge the task here (no separate combine launch; the merge of a long sequence starts as soon as its pieces
- * are done). Release/acquire by fences around the counter. Whole block; ends with a barrier. */
+ * are done). Thread 0 alone synchronizes (the pattern of a CUTLASS semaphore): the barrier orders every thread's
+ * partial writes before its acq_rel count (a release is cumulative over what the barrier ordered before it), the
+ * count's acquire half orders the other pieces' writes (released by their counts) before the merge, and the second
+ * barrier passes that on to the block's other threads. The task's record and seq_ok are read in the same round
+ * trip as the count. (Until the sixteenth session: a fence.sc by every thread before the count and again before
+ * the merge, and the record read after the count: ~4 more dependent round trips to L2 at the end of every split
+ * piece, when the memory system is busiest; attn_notes.md.) Whole block; ends with a barrier. */
 template <typename T, bool EARLY = false>
 static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb, int b,
                                           int *s_flag) {
-    __threadfence(); /* this thread's partial writes, before the count */
+    __shared__ kv_combine s_cb;
     __syncthreads();
     if (threadIdx.x == 0) {
+        const int4 *rec = (const int4 *)(a.combine + comb); /* written before the lists were released */
+        const int4 r0 = __ldcg(rec), r1 = __ldcg(rec + 1);
         const int v = EARLY ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* early start: merge only a sequence that passed */
-        const int32_t done = atomicAdd(&a.comb_done[comb], 1) + 1;
-        *s_flag = done == __ldcg(&a.combine[comb].nsplit) && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
+        const int32_t done = kv_atom_add_acq_rel(&a.comb_done[comb], 1) + 1;
+        kv_combine t;
+        t.b = r0.x;
+        t.kv_head = r0.y;
+        t.row0 = r0.z;
+        t.nrows = r0.w;
+        t.part_base = r1.x;
+        t.nsplit = r1.y;
+        t.pad0 = t.pad1 = 0;
+        s_cb = t;
+        *s_flag = done == t.nsplit && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
     __syncthreads();
-    if (*s_flag) {
-        __threadfence(); /* the other pieces' writes, after their counts */
-        kv_combine t;
-        t.b = __ldcg(&a.combine[comb].b);
-        t.kv_head = __ldcg(&a.combine[comb].kv_head);
-        t.row0 = __ldcg(&a.combine[comb].row0);
-        t.nrows = __ldcg(&a.combine[comb].nrows);
-        t.part_base = __ldcg(&a.combine[comb].part_base);
-        t.nsplit = __ldcg(&a.combine[comb].nsplit);
-        kv_combine_task<T>(p, a, t);
-    }
+    if (*s_flag) kv_combine_task<T>(p, a, s_cb);
     __syncthreads();
 }
 
@@ -1786,9 +1826,16 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         kv_grid_launch_dependents();
         n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
     }
+    __shared__ int32_t s_n;
+    bool fresh_n = false; /* n is in s_n (thread 0 read it after the block's first item) */
     for (;;) {
-        if (threadIdx.x == 0) s_item = self ? (int)blockIdx.x : atomicAdd(counter, 1) + idx_base;
+        /* (no counter slot can hold an item when n <= idx_base: then no atomic, one L2 round trip less) */
+        if (threadIdx.x == 0) s_item = self ? (int)blockIdx.x : n > idx_base ? atomicAdd(counter, 1) + idx_base : n;
         __syncthreads();
+        if (fresh_n) {
+            n = s_n;
+            fresh_n = false;
+        }
         const int idx = s_item;
         if (idx >= n) break;
         const kv_item it = kv_item_ldcg(list, idx);
@@ -1796,12 +1843,18 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         (void)t_item;
         kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
-        if (self) { /* the lists, for the combine and the next items */
-            wait_lists();
-            n = __ldcg(DECODE ? &a.hdr->n_items : &a.hdr->n_pitems);
+        if (self) { /* the lists, for the combine and the next items: thread 0 acquires them (the barrier of the
+                     * piece's count or the loop's passes that on) and reads n in the count's round trip */
+            if (threadIdx.x == 0) {
+                while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
+                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+                n = __ldcg(&a.hdr->n_items);
+                s_n = n;
+            }
+            fresh_n = true;
             self = 0;
         }
-        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 8))) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
+        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40))) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE
