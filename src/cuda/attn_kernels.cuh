@@ -1527,57 +1527,73 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
             l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
         }
-        float *stage_f = (float *)(sK); /* decode merge: [4 warps][16 rows][DP] fp32 */
+        /* decode merge (v48): the warps' O rows in fp32 at a pitch of DP + 8 floats (a half-warp's 8-byte stores on
+         * distinct banks; DP floats put the 8 rows of a fragment on the same banks), only the item's rows; then a
+         * thread per (row, 4 channels) of the item's rows (one pass for 4 rows of D 128: the old pass went over all
+         * 16 rows by channel pairs, 8 steps) with the row's lse computed where it is stored. The same sums in the
+         * same order as before: the same bits. */
+        constexpr int SF = DP + 8;
+        float *stage_f = (float *)(sK); /* [4 warps][16 rows][SF] */
         if (decode) {
+            static_assert(4 * KV_DECODE_ROWS * SF * 4 <= 2 * NS * SM::KV_ELEMS * 2, "the decode merge fits in the stages");
 #pragma unroll
             for (int h2 = 0; h2 < 2; h2++) {
+                const int rr = gq + 8 * h2;
                 if (tq == 0) {
-                    s_m[warp][gq + 8 * h2] = m2[h2];
-                    s_l[warp][gq + 8 * h2] = l[h2];
+                    s_m[warp][rr] = m2[h2];
+                    s_l[warp][rr] = l[h2];
                 }
+                if (rr < it.nrows) {
 #pragma unroll
-                for (int d = 0; d < DT; d++) {
-                    float *dst = stage_f + ((warp * 16 + gq + 8 * h2) * DP + d * 8 + tq * 2);
-                    dst[0] = o[d][2 * h2];
-                    dst[1] = o[d][2 * h2 + 1];
+                    for (int d = 0; d < DT; d++)
+                        *(float2 *)(stage_f + (warp * 16 + rr) * SF + d * 8 + tq * 2) =
+                            make_float2(o[d][2 * h2], o[d][2 * h2 + 1]);
                 }
             }
             if (gate) verdict = kv_seq_verdict(a.seq_ok, b, verdict);
             __syncthreads();
-            /* merged rows: thread handles (row, channel pair) */
-            for (int e = tid; e < (STRIP & 64 ? 0 : KV_DECODE_ROWS * (DP / 2)); e += KV_THREADS) {
-                const int rr = e / (DP / 2), c = (e - rr * (DP / 2)) * 2;
-                if (rr >= it.nrows) continue;
+            constexpr int C4 = DP / 4;
+            for (int e = tid; e < (STRIP & 64 ? 0 : it.nrows * C4); e += KV_THREADS) {
+                const int rr = e / C4, c = (e - rr * C4) * 4;
                 float mx = -CUDART_INF_F;
 #pragma unroll
                 for (int w = 0; w < 4; w++) mx = fmaxf(mx, s_m[w][rr]);
                 const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-                float L = 0.0f, v0 = 0.0f, v1 = 0.0f;
+                float L = 0.0f;
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
                 for (int w = 0; w < 4; w++) {
                     const float f = kv_exp2(s_m[w][rr] - msafe);
                     L += s_l[w][rr] * f;
-                    v0 += stage_f[(w * 16 + rr) * DP + c] * f;
-                    v1 += stage_f[(w * 16 + rr) * DP + c + 1] * f;
+                    const float4 x = *(const float4 *)(stage_f + (w * 16 + rr) * SF + c);
+                    v.x += x.x * f;
+                    v.y += x.y * f;
+                    v.z += x.z * f;
+                    v.w += x.w * f;
                 }
                 const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-                const float lse = L > 0.0f ? (mx + log2f(L)) * 0.69314718055994531f : -CUDART_INF_F;
                 const int32_t r = it.row0 + rr;
                 if (it.part >= 0) {
-                    float *po = a.part_o + (int64_t)(it.part + rr) * DP + c;
-                    po[0] = v0 * inv;
-                    po[1] = v1 * inv;
-                    if (c == 0) a.part_lse[it.part + rr] = lse;
+                    *(float4 *)(a.part_o + (int64_t)(it.part + rr) * DP + c) =
+                        make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
+                    if (c == 0)
+                        a.part_lse[it.part + rr] =
+                            L > 0.0f ? (mx + log2f(L)) * 0.69314718055994531f : -CUDART_INF_F;
                 } else if (!gate || verdict == 1) {
-                    if (c < D) {
-                        const int64_t oo =
-                            kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
-                        T pair[2];
-                        kv_from_float(&pair[0], v0 * inv);
-                        kv_from_float(&pair[1], v1 * inv);
-                        *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                    const int64_t oo =
+                        kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+                    if (c < D) { /* D is a multiple of 8: all four channels exist */
+                        T q4[4];
+                        kv_from_float(&q4[0], v.x * inv);
+                        kv_from_float(&q4[1], v.y * inv);
+                        kv_from_float(&q4[2], v.z * inv);
+                        kv_from_float(&q4[3], v.w * inv);
+                        *(uint32_t *)(og + oo + c) = *(const uint32_t *)&q4[0];
+                        *(uint32_t *)(og + oo + c + 2) = *(const uint32_t *)&q4[2];
                     }
-                    if (c == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+                    if (c == 0)
+                        kv_store_lse(p, b, s, G, kvh, r,
+                                     L > 0.0f ? (mx + log2f(L)) * 0.69314718055994531f : -CUDART_INF_F);
                 }
             }
         } else {
