@@ -152,6 +152,12 @@ static __device__ __forceinline__ int32_t kv_ld_relaxed(const int32_t *p) {
     asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+/* Thread 0 of an early decode block: waits for the scheduler's items_ready flag (relaxed polls, then one fence: an
+ * acquire pattern of the PTX memory model; see kv_attn_kernel) */
+static __device__ __forceinline__ void kv_lists_acquire(const int32_t *items_ready) {
+    while (kv_ld_relaxed(items_ready) == 0) __nanosleep(32);
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+}
 /* atomic add with acquire and release semantics at gpu scope; returns the old value */
 static __device__ __forceinline__ int32_t kv_atom_add_acq_rel(int32_t *p, int32_t v) {
     int32_t old;
@@ -1486,7 +1492,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     o[d][2 * h2 + 1] *= corr;
                 }
             }
-            }
+            } /* STRIP & 2 (dev: not indented, so that the shipped code reads as before) */
             /* O += P V */
 #pragma unroll
             for (int kc = 0; kc < 4; kc++) {
@@ -1535,7 +1541,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int SF = DP + 8;
         float *stage_f = (float *)(sK); /* [4 warps][16 rows][SF] */
         if (decode) {
-            static_assert(4 * KV_DECODE_ROWS * SF * 4 <= 2 * NS * SM::KV_ELEMS * 2, "the decode merge fits in the stages");
+            static_assert(4 * KV_DECODE_ROWS * SF * 4 <= 2 * NS * SM::KV_ELEMS * 2,
+                          "the decode merge fits in the stages");
 #pragma unroll
             for (int h2 = 0; h2 < 2; h2++) {
                 const int rr = gq + 8 * h2;
@@ -1629,7 +1636,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         }
 }
 
-#define KV_COMBINE_FEW 8 /* a merge of at most this many splits loads every split's first channels with the lse */
+#define KV_COMBINE_FEW 8 /* a merge loads the first channels of its first this many splits with their lse */
 /* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
  * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
  * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row: lanes over splits (fixed
@@ -1651,7 +1658,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         float4 xf[KV_COMBINE_FEW];
 #pragma unroll
         for (int k = 0; k < KV_COMBINE_FEW; k++)
-            if (k < ns) xf[k] = __ldcg((const float4 *)(po_row + (int64_t)k * cb.nrows * DP + (lane * 4 < D ? lane * 4 : 0)));
+            if (k < ns)
+                xf[k] = __ldcg((const float4 *)(po_row + (int64_t)k * cb.nrows * DP + (lane * 4 < D ? lane * 4 : 0)));
         float mx = first;
         for (int k = lane + 32; k < ns; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
 #pragma unroll
@@ -1736,7 +1744,7 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         const int4 r0 = __ldcg(rec), r1 = __ldcg(rec + 1);
         const int v = EARLY ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* early start: merge only a sequence that passed */
         const int32_t done = kv_atom_add_acq_rel(&a.comb_done[comb], 1) + 1;
-        kv_combine t;
+        kv_combine t; /* (the fields the merge uses; the record's padding is not read) */
         t.b = r0.x;
         t.kv_head = r0.y;
         t.row0 = r0.z;
@@ -1820,10 +1828,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
              * invalidated the SM's L1 at every poll (CCTL.IVALL in the SASS) while the co-resident block streamed
              * K rows through it. Measured: ~0.5 - 1 us off the lean-path shapes over six rounds (attn_notes.md,
              * eleventh session). */
-            if (threadIdx.x == 0) {
-                while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
-                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
-            }
+            if (threadIdx.x == 0) kv_lists_acquire(&a.hdr->items_ready);
             __syncthreads();
         } else if (!DECODE && (a.no_wait & KV_EARLY_START)) { /* the prefill kernel after an early decode kernel */
             if (threadIdx.x == 0)
@@ -1862,15 +1867,15 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         if (self) { /* the lists, for the combine and the next items: thread 0 acquires them (the barrier of the
                      * piece's count or the loop's passes that on) and reads n in the count's round trip */
             if (threadIdx.x == 0) {
-                while (kv_ld_relaxed(&a.hdr->items_ready) == 0) __nanosleep(32);
-                asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+                kv_lists_acquire(&a.hdr->items_ready);
                 n = __ldcg(&a.hdr->n_items);
                 s_n = n;
             }
             fresh_n = true;
             self = 0;
         }
-        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40))) kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
+        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40)))
+            kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE
