@@ -687,10 +687,17 @@ static void bench() {
                                               {8, 8192, 16},  {8, 8192, 0},  {1, 32768, 16}, {128, 2048, 16},
                                               {256, 1024, 16}, {64, 16384, 16}};
     const int HD = getenv("KVATTN_BENCH_D") ? atoi(getenv("KVATTN_BENCH_D")) : 128; /* head dim of the decodes */
-    printf("decode head dim %d\n", HD);
+    /* KVATTN_BENCH_NONEW: decodes with no append (the early / SELF kernels when KVATTN_TL_FUSED is set too);
+     * KVATTN_PRE_ONLY: only the prefill rows, of head dim KVATTN_BENCH_PD (default 128) */
+    const int nonew = getenv("KVATTN_BENCH_NONEW") ? 1 : 0, pre_only = getenv("KVATTN_PRE_ONLY") ? 1 : 0;
+    const int PD = getenv("KVATTN_BENCH_PD") ? atoi(getenv("KVATTN_BENCH_PD")) : 128;
+    printf("decode head dim %d%s, prefill head dim %d\n", HD, nonew ? " (no append)" : "", PD);
     for (auto &d : decs) {
+        if (pre_only) break;
         Problem P = make(d.B, 32, 8, HD, d.page, KVATTN_BF16);
-        for (int b = 0; b < d.B; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = d.L - 1; }
+        for (int b = 0; b < d.B; b++) {
+            P.nq[b] = 1; P.nnew[b] = 1 - nonew; P.S[b] = d.L - 1 + nonew;
+        }
         build(P, false);
         const double ms = time_ms(P, 20);
         const double bytes = (double)d.B * d.L * 8 * HD * 2 * 2;
@@ -700,25 +707,26 @@ static void bench() {
         free_problem(P);
     }
     if (getenv("KVATTN_DEC_ONLY")) return;
-    { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
+    if (!pre_only) { /* tiny decode: the fixed cost of a call (scheduler + kernels) */
         Problem P = make(1, 32, 8, 128, 16, KVATTN_BF16);
         P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
         build(P, false);
         printf("decode B=1 L=64 (fixed cost): %8.1f us\n", time_ms(P, 20) * 1e3);
         free_problem(P);
     }
-    bench_inflight();
+    if (!pre_only) bench_inflight();
     int Ls[3] = {1024, 4096, 16384};
     for (int k = 0; k < 3; k++) {
         const int L = Ls[k], B = 16384 / L;
-        Problem P = make(B, 32, 8, 128, 16, KVATTN_BF16);
+        Problem P = make(B, 32, 8, PD, 16, KVATTN_BF16);
         for (int b = 0; b < B; b++) { P.nq[b] = L; P.nnew[b] = L; P.S[b] = 0; }
         P.causal = 1;
         P.lse = 1;
         build(P, false);
         const double ms = time_ms(P, 10);
-        const double flops = 4.0 * B * 32 * (double)L * L * 128 / 2;
-        printf("prefill causal B=%-2d L=%-6d %8.1f us  %.0f TFLOP/s\n", B, L, ms * 1e3, flops / (ms * 1e-3) / 1e12);
+        const double flops = 4.0 * B * 32 * (double)L * L * PD / 2;
+        printf("prefill causal D=%d B=%-2d L=%-6d %8.1f us  %.0f TFLOP/s\n", PD, B, L, ms * 1e3,
+               flops / (ms * 1e-3) / 1e12);
         free_problem(P);
     }
 }

@@ -21,6 +21,9 @@ static int rand_len(const int *list, int n) {
 /* When set: the batch's query lengths (varlen, 4 query heads per kv head); everything else drawn as usual. */
 static const int *g_force_nq;
 static int g_force_b;
+/* When set (the head-dim sweep): this head dim, fp16 or bf16, cache lengths 1030 - 3000 (split pieces) and
+ * num_splits g_force_splits. */
+static int g_force_D, g_force_splits;
 
 static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budget) {
     static const int head_dims[] = {32, 59, 64, 80, 128, 256};
@@ -31,8 +34,9 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     static const int page_sizes[] = {1, 3, 16, 64, 256};
     kvattn_params *p = &P->ph;
     *p = kvattn_params_default();
-    const int D = kvt_pick(head_dims, 6);
-    const int dt = kvt_pick(dtypes, 3);
+    const int D = g_force_D ? g_force_D : kvt_pick(head_dims, 6);
+    const int dt_drawn = kvt_pick(dtypes, 3);
+    const int dt = g_force_D && dt_drawn == KVATTN_F32 ? KVATTN_BF16 : dt_drawn;
     const int es = kvref_dtype_size(dt);
     const int Hk = kvt_randint(1, 3), group_drawn = kvt_pick((const int[]){1, 2, 4}, 3);
     const int group = g_force_nq ? 4 : group_drawn, H = Hk * group;
@@ -48,7 +52,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         nq[b] = varlen ? rand_len(qlens, 7) : fixed_q;
         if (g_force_nq) nq[b] = g_force_nq[b];
         nnew[b] = !has_new ? 0 : varlen ? (kvt_randint(0, 1) ? nq[b] : rand_len(qlens, 7)) : fixed_new;
-        S[b] = rand_len(cachelens, 10);
+        S[b] = g_force_D ? kvt_randint(1030, 3000) : rand_len(cachelens, 10);
         L[b] = use_leftpad && kvt_randint(0, 2) ? kvt_randint(0, S[b]) : 0;
         cost += (int64_t)nq[b] * (S[b] + nnew[b] - L[b]) * H * D;
     }
@@ -282,6 +286,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     if (kvt_randint(0, 6) == 0) p->softcap = (float)kvt_uniform(1.0, 5.0);
     if (kvt_randint(0, 3) == 0) p->softmax_scale = (float)kvt_uniform(0.05, 0.3);
     p->num_splits = kvt_pick((const int[]){0, 0, 1, 2, 5}, 5);
+    if (g_force_D) p->num_splits = g_force_splits;
     p->batch_invariant = kvt_randint(0, 4) == 0;
     ol += snprintf(opts + ol, sizeof opts - ol, "%s win=(%d,%d)%s%s splits=%d%s", p->causal ? " causal" : "",
                    p->window_left, p->window_right, p->softcap > 0 ? " softcap" : "",
@@ -447,6 +452,28 @@ int main(void) {
         }
     g_force_nq = NULL;
     if (forced != 4 * (quick ? 2 : 6)) kvt_note_failure("decode-first cases: built %d of %d", forced, 4 * (quick ? 2 : 6));
+    /* every head dim the CUDA backend supports (multiples of 8 up to 256: each padded variant, the sm90 prefill
+     * kernel's padding of DP 96 / 160 - 224 to 128 / 256), in a batch of decodes and a prompt with long caches,
+     * split (auto or 3 pieces), so that both kernels' split pieces and merges run */
+    static const int mix[5] = {4, 1, 20, 1, 2};
+    int swept = 0;
+    for (int D = 8; D <= 256; D += 8)
+        for (int tries = 0; tries < 10000; tries++) {
+            g_force_nq = mix + 1;
+            g_force_b = mix[0];
+            g_force_D = D;
+            g_force_splits = (D / 8) % 2 ? 3 : 0;
+            const uint64_t state = kvt_rand_u64();
+            int built;
+            run_case(KVATTN_BACKEND_CPU, state, 60000000, &built);
+            if (!built) continue;
+            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, 60000000, &built);
+            swept++;
+            break;
+        }
+    g_force_nq = NULL;
+    g_force_D = 0;
+    if (swept != 32) kvt_note_failure("head-dim sweep: built %d of 32", swept);
     if (cuda) printf("CUDA: %d cases skipped (fp32 or unsupported head dim)\n", cuda_skipped);
     return kvt_finish();
 }

@@ -82,13 +82,13 @@ typedef struct kv_attn_args {
     kv_combine *combine;
     int32_t *comb_done;   /* [max_combine] pieces finished per combine task (zeroed by the scheduler) */
     kvattn_device_status *status; /* the scheduler finalizes the check flags first (see kv_finalize_block) */
-    float *part_o;   /* [max_part_rows, DP] */
+    float *part_o;   /* [max_part_rows, dp] */
     float *part_lse; /* [max_part_rows] */
     int64_t max_items, max_combine, max_part_rows;
     int32_t grid_ctas;     /* blocks of the attention kernel */
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
     int32_t prefill_rows;  /* packed rows per prefill item of the prefill kernel variant (<= KV_MAX_TILE_ROWS) */
-    int32_t dp;
+    int32_t dp;            /* the pitch of part_o's rows: the prefill kernel's padded head dim (kv_part_pitch) */
     /* bit 0 (KV_NO_WAIT_DECODE): the decode kernel follows the prefill kernel of the same call (PDL) and does not wait
      * for it (see kv_attn_kernel); bit 1 (KV_NO_WAIT_PREFILL): the prefill kernel follows the decode kernel
      * (decode-first order, see launch_fast) and does not wait for it, by the same argument; bit 2 (KV_EARLY_START):
@@ -1189,6 +1189,13 @@ struct kv_attn_smem {
     static constexpr int BYTES = (Q_ELEMS + 2 * NS * KV_ELEMS) * 2;
 };
 
+/* The pitch of a split piece's partial rows in a.part_o: a.dp, the prefill kernel's padded head dim. It equals DP
+ * except in a decode kernel of DP 96 / 160 - 224 when the sm90 kernel runs the call's prefill at 128 / 256
+ * (attn.cu, attn_plan_make); the other DPs keep the constant (their SASS unchanged). */
+template <int DP>
+static __device__ __forceinline__ int kv_part_pitch(const kv_attn_args &a) {
+    return DP == 96 || (DP > 128 && DP < 256) ? a.dp : DP;
+}
 template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
@@ -1581,7 +1588,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 const float inv = L > 0.0f ? 1.0f / L : 0.0f;
                 const int32_t r = it.row0 + rr;
                 if (it.part >= 0) {
-                    *(float4 *)(a.part_o + (int64_t)(it.part + rr) * DP + c) =
+                    *(float4 *)(a.part_o + (int64_t)(it.part + rr) * kv_part_pitch<DP>(a) + c) =
                         make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
                     if (c == 0)
                         a.part_lse[it.part + rr] =
@@ -1637,13 +1644,21 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 }
 
 #define KV_COMBINE_FEW 8 /* a merge loads the first channels of its first this many splits with their lse */
+/* Whether a kernel's merge loads those early (v47): the 8 float4s stay live through the inlined merge and the
+ * ptxas allocation of the whole kernel follows. Measured on the H200 (seventeenth session, causal prefill, 16k
+ * tokens, 16x1024 / 4x4096 / 1x16384, the mma.sync kernel): without the early loads DP 32 -7 to -9%, DP 64 -13 to
+ * -19%, DP 160 -3 to -4%, DP 224 -8 to -9%, DP 256 -12 to -14%, but DP 96 +8 to +10% and DP 128 +3 to +5%; DP 192
+ * not measured (its neighbours decide). Decode kernels: kept (v47's measurement). */
+static __host__ __device__ constexpr int kv_combine_few(bool decode, int dp) {
+    return decode || dp == 96 || dp == 128 ? KV_COMBINE_FEW : 0;
+}
 /* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
  * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
  * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row: lanes over splits (fixed
  * shuffle tree) for the lse and the weights, then lanes over 4-channel groups, each lane reading one float4 of
  * every split with the loads of 8 splits in flight (the merge is latency-bound: 32 splits cost 4 round trips,
  * not 32). The partials are read from L2 (__ldcg): other blocks wrote them in this kernel. */
-template <typename T>
+template <typename T, int FEW = KV_COMBINE_FEW>
 static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_args &a, const kv_combine &cb) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
     const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
@@ -1653,11 +1668,11 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
         const float first = lane < ns ? __ldcg(lse_s + (int64_t)lane * cb.nrows) : -CUDART_INF_F;
-        /* the lane's first four channels of the first KV_COMBINE_FEW splits, loaded in the lse's round trip */
+        /* the lane's first four channels of the first FEW splits, loaded in the lse's round trip */
         const float *po_row = a.part_o + ((int64_t)cb.part_base + rr) * DP;
-        float4 xf[KV_COMBINE_FEW];
+        float4 xf[FEW > 0 ? FEW : 1];
 #pragma unroll
-        for (int k = 0; k < KV_COMBINE_FEW; k++)
+        for (int k = 0; k < FEW; k++)
             if (k < ns)
                 xf[k] = __ldcg((const float4 *)(po_row + (int64_t)k * cb.nrows * DP + (lane * 4 < D ? lane * 4 : 0)));
         float mx = first;
@@ -1683,14 +1698,14 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
                 const int kn = min(32, ns - k0);
                 const float *po = po_row + (int64_t)k0 * cb.nrows * DP + (c0 < D ? c0 : 0);
                 int k1 = 0;
-                if (k0 == 0) { /* splits 0 .. KV_COMBINE_FEW - 1 from xf (loaded again for the next 128 channels) */
+                if (k0 == 0) { /* splits 0 .. FEW - 1 from xf (loaded again for the next 128 channels) */
                     if (c0 != lane * 4) {
 #pragma unroll
-                        for (int k = 0; k < KV_COMBINE_FEW; k++)
+                        for (int k = 0; k < FEW; k++)
                             if (k < kn) xf[k] = __ldcg((const float4 *)(po + (int64_t)k * cb.nrows * DP));
                     }
 #pragma unroll
-                    for (int k = 0; k < KV_COMBINE_FEW; k++) {
+                    for (int k = 0; k < FEW; k++) {
                         if (k < kn) {
                             const float w = __shfl_sync(0xffffffffu, w_mine, k);
                             v.x += w * xf[k].x;
@@ -1699,7 +1714,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
                             v.w += w * xf[k].w;
                         }
                     }
-                    k1 = KV_COMBINE_FEW;
+                    k1 = FEW;
                 }
 #pragma unroll 8
                 for (int k = k1; k < kn; k++) {
@@ -1734,7 +1749,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
  * trip as the count. (Until the sixteenth session: a fence.sc by every thread before the count and again before
  * the merge, and the record read after the count: ~4 more dependent round trips to L2 at the end of every split
  * piece, when the memory system is busiest; attn_notes.md.) Whole block; ends with a barrier. */
-template <typename T, bool EARLY = false>
+template <typename T, bool EARLY = false, int FEW = KV_COMBINE_FEW>
 static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb, int b,
                                           int *s_flag) {
     __shared__ kv_combine s_cb;
@@ -1756,7 +1771,7 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         *s_flag = done == t.nsplit && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
     __syncthreads();
-    if (*s_flag) kv_combine_task<T>(p, a, s_cb);
+    if (*s_flag) kv_combine_task<T, FEW>(p, a, s_cb);
     __syncthreads();
 }
 
@@ -1875,7 +1890,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             self = 0;
         }
         if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40)))
-            kv_attn_piece_done<T, EARLY>(p, a, it.comb, it.b, &s_flag);
+            kv_attn_piece_done<T, EARLY, kv_combine_few(DECODE, DP)>(p, a, it.comb, it.b, &s_flag);
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE
