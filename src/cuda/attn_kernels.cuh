@@ -119,13 +119,13 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
     else KV_CP16("cp.async.cg.shared.global");
 #undef KV_CP16
 }
-/* L2 prefetch size of a decode item's K / V copies on the EVEN copy path of DP 128 and 256 (v45): 0 = none (the
- * L2 fetches the missed sectors), 128 or 256 bytes (the aligned segment around the copy; within one page, so no
- * fault, and no data of it is used beyond the copied bytes); KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on
- * both took the large decode shapes 0.5 - 1% faster than none on the H200 (64x4096 page 16 277.4 -> 275.6 us,
- * 64x16384 contiguous 1010.4 -> 1002.6), 256 made them 1 - 3% slower; at D 256 128 was equal or faster, at D 64 no
- * faster and 2 - 6% slower at 8x8192 and 1x32768, so DP 32 and 64 copy without it (attn_notes.md, fourteenth
- * session). */
+/* L2 prefetch size of a decode item's K / V copies of DP >= 96 (v45 for DP 128 and 256; both copy paths and DP 96
+ * since the seventeenth session): 0 = none (the L2 fetches the missed sectors), 128 or 256 bytes (the aligned
+ * segment around the copy; within one page, so no fault, and no data of it is used beyond the copied bytes);
+ * KV_DECODE_PF_KV: bit 0 K rows, bit 1 V rows. 128 on both took the large decode shapes 0.5 - 1% faster than none on
+ * the H200 (64x4096 page 16 277.4 -> 275.6 us, 64x16384 contiguous 1010.4 -> 1002.6), 256 made them 1 - 3% slower;
+ * at D 256 128 was equal or faster, at D 64 no faster and 2 - 6% slower at 8x8192 and 1x32768, so DP 32 and 64 copy
+ * without it (attn_notes.md, fourteenth session). */
 #ifndef KV_DECODE_PF
 #define KV_DECODE_PF 128
 #endif
@@ -133,6 +133,10 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
 #define KV_DECODE_PF_KV 3
 #endif
 static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "KV_DECODE_PF: 0, 128 or 256");
+#ifndef KV_DECODE_PF_MIN_DP /* the smallest DP whose decode copies carry it: 96 (seventeenth session: head dim 96 decodes
+                             * 4.4% faster with it and K by .ca, every row of ten equal or faster) */
+#define KV_DECODE_PF_MIN_DP 96
+#endif
 /* Which rows of a decode item are copied by cp.async.ca: bit 0 K, bit 1 V (the others by .cg). K by .ca and V by
  * .cg (1) took 64x4096 from ~282 to ~266 us on the H200; both by .ca (3) was no faster than both by .cg (0) (v36,
  * attn_notes.md, tenth session); a build may pick another mix with -DKV_DECODE_CA=n. */
@@ -1303,9 +1307,9 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         uint32_t d_sw[2]; /* swizzled: smem byte offsets of this thread's chunk in rows my_r0 and my_r0 + RSTEP */
 #pragma unroll
         for (int j = 0; j < 2; j++) d_sw[j] = (uint32_t)kv_smem_at<true, ROW>(my_r0 + j * RSTEP, my_c0) * 2;
-        /* L2 prefetch size (v45), for DP >= 128: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
-        constexpr int PF_K = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
-        constexpr int PF_V = DECODE && DP >= 128 && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
+        /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
+        constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
+        constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
         auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
@@ -1326,8 +1330,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     const int rr = e / CH, c0 = (e - rr * CH) * 8;
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][rr];
                     const uint32_t so = (uint32_t)(rr * ROW + c0) * 2;
-                    kv_copy16_row(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
-                    kv_copy16_row(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
+                    /* (the decode copy forms of the EVEN path: until the seventeenth session these copies were plain
+                     * .cg without a prefetch size; with them head dim 96 decodes 4.4% faster, 192 3.0%) */
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
                 }
             }
         };
