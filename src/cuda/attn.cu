@@ -61,9 +61,9 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) *
                    kv_smem_row(true, pl->dp) * 2;
     /* prefill on Hopper: the wgmma kernel for DP 64, 128 and 256 (a build for sm_90a on a 9.0 device); the head dims
-     * of DP 96 run it at 128 and those of DP 160 - 224 at 256 (zero-filled channels): 1.8x - 3.3x faster than
+     * of DP 96 run it at 128 and those of DP 160 - 224 at 256 (zero-filled channels): 1.5x - 3.6x faster than
      * the mma.sync kernel at their own DP (attn_notes.md, seventeenth session). Their decode kernel keeps its DP
-     * (padded to 256, head dim 192 decoded 8% slower). */
+     * (padded to 256, head dim 192 decoded 7.7% slower). */
     pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90;
     pl->pdp = pl->sm90 ? (pl->dp <= 64 ? 64 : pl->dp <= 128 ? 128 : 256) : pl->dp;
     if (pl->sm90 && pl->dp == 32) { /* (not measured padded to 64: the mma.sync kernel, as before) */
