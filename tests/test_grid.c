@@ -1,6 +1,7 @@
 /* test_grid.c — a randomized grid of kvattn_forward calls checked against the float64 reference: head dims,
  * ragged lengths that miss every tile size, contiguous and paged caches (shuffled pages, views), every option
- * of SPEC.md, on the CPU backend and (when a GPU is present) on the CUDA backend with the same inputs.
+ * of SPEC.md, on the CPU backend and (when a GPU is present) on the CUDA backend with the same inputs; then forced
+ * decode-first batches and a sweep over every head dim 8 - 256 (multiples of 8) with split pieces.
  * B sequences, H query heads, Hk key/value heads, D head dim. */
 #include "harness.h"
 
