@@ -457,21 +457,23 @@ int main(void) {
      * kernel's padding of DP 96 / 160 - 224 to 128 / 256), in a batch of decodes and a prompt with long caches,
      * split (auto or 3 pieces), so that both kernels' split pieces and merges run */
     static const int mix[5] = {4, 1, 20, 1, 2};
+    const int64_t sweep_budget = 60000000;
     int swept = 0;
-    for (int D = 8; D <= 256; D += 8)
+    g_force_nq = mix + 1;
+    g_force_b = mix[0];
+    for (int D = 8; D <= 256; D += 8) {
+        g_force_D = D;
+        g_force_splits = (D / 8) % 2 ? 3 : 0;
         for (int tries = 0; tries < 10000; tries++) {
-            g_force_nq = mix + 1;
-            g_force_b = mix[0];
-            g_force_D = D;
-            g_force_splits = (D / 8) % 2 ? 3 : 0;
             const uint64_t state = kvt_rand_u64();
             int built;
-            run_case(KVATTN_BACKEND_CPU, state, 60000000, &built);
+            run_case(KVATTN_BACKEND_CPU, state, sweep_budget, &built);
             if (!built) continue;
-            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, 60000000, &built);
+            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, sweep_budget, &built);
             swept++;
             break;
         }
+    }
     g_force_nq = NULL;
     g_force_D = 0;
     if (swept != 32) kvt_note_failure("head-dim sweep: built %d of 32", swept);

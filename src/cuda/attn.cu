@@ -64,12 +64,8 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
      * of DP 96 run it at 128 and those of DP 160 - 224 at 256 (zero-filled channels): 1.5x - 3.6x faster than
      * the mma.sync kernel at their own DP (attn_notes.md, seventeenth session). Their decode kernel keeps its DP
      * (padded to 256, head dim 192 decoded 7.7% slower). */
-    pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90;
-    pl->pdp = pl->sm90 ? (pl->dp <= 64 ? 64 : pl->dp <= 128 ? 128 : 256) : pl->dp;
-    if (pl->sm90 && pl->dp == 32) { /* (not measured padded to 64: the mma.sync kernel, as before) */
-        pl->sm90 = 0;
-        pl->pdp = pl->dp;
-    }
+    pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90 && kv_sm90_dp(pl->dp) > 0;
+    pl->pdp = pl->sm90 ? kv_sm90_dp(pl->dp) : pl->dp;
     if (pl->sm90) {
         pl->smem = pl->pdp == 64    ? kv_sm90_cfg<__half, 64>::SMEM_BYTES
                    : pl->pdp == 128 ? kv_sm90_cfg<__half, 128>::SMEM_BYTES

@@ -1193,12 +1193,18 @@ struct kv_attn_smem {
     static constexpr int BYTES = (Q_ELEMS + 2 * NS * KV_ELEMS) * 2;
 };
 
+/* The padded head dim at which the sm90 prefill kernel (64, 128 or 256) runs the head dims of variant DP: DP 96 at
+ * 128 and DP 160 - 224 at 256 (zero-filled channels; seventeenth session), 0 for DP 32 (the mma.sync kernel: not
+ * measured padded to 64). attn.cu's plan and kv_part_pitch both follow it. */
+static __host__ __device__ constexpr int kv_sm90_dp(int dp) {
+    return dp <= 32 ? 0 : dp <= 64 ? 64 : dp <= 128 ? 128 : 256;
+}
 /* The pitch of a split piece's partial rows in a.part_o: a.dp, the prefill kernel's padded head dim. It equals DP
- * except in a decode kernel of DP 96 / 160 - 224 when the sm90 kernel runs the call's prefill at 128 / 256
- * (attn.cu, attn_plan_make); the other DPs keep the constant (their SASS unchanged). */
+ * except in a decode kernel of a DP that the sm90 kernel pads further, when it runs the call's prefill; the other
+ * DPs keep the constant (their SASS unchanged). */
 template <int DP>
 static __device__ __forceinline__ int kv_part_pitch(const kv_attn_args &a) {
-    return DP == 96 || (DP > 128 && DP < 256) ? a.dp : DP;
+    return kv_sm90_dp(DP) > DP ? a.dp : DP;
 }
 template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
