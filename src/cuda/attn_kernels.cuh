@@ -143,6 +143,17 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_CA
 #define KV_DECODE_CA 1
 #endif
+/* dev (eighteenth session): warp-private decode pipelines. In a decode item warp w reads only keys 16 w .. 16 w + 15
+ * of every tile (Q K^T and P V), so each warp can copy its own 16 K and 16 V rows and wait for its own copies
+ * (cp.async.wait_group + __syncwarp): no block barrier per tile, and no warp waits for another's copies. */
+#ifndef KV_DECODE_WPIPE
+#define KV_DECODE_WPIPE 1
+#endif
+/* dev: with WP, the warp's K rows of a stage are released after its Q K^T (a __syncwarp) and the K rows of tile
+ * t + NS copied then (v52's order, which with a block barrier was 4% slower) */
+#ifndef KV_DECODE_WKREL
+#define KV_DECODE_WKREL 0
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -1241,7 +1252,12 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         const int32_t kt_begin = it.klo / KV_BN;
         const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, KV_BN);
         const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
-        const int orr = tid & (KV_BN - 1), owhich = tid >> 6;
+        /* the row whose address this thread resolves: row tid % 64 of K or V; a warp-private pipeline (WP) resolves its
+         * own rows: lane l of warp w row 16 w + l % 16 of K (l < 16) or V */
+        constexpr bool WP = DECODE && KV_DECODE_WPIPE;
+        constexpr bool WKREL = WP && KV_DECODE_WKREL;
+        static_assert(!WP || (KV_BN == 64 && KV_THREADS == 128), "warp-private pipeline: 4 warps of 16 keys");
+        const int orr = WP ? warp * 16 + (lane & 15) : tid & (KV_BN - 1), owhich = WP ? lane >> 4 : tid >> 6;
         kv_row_addresser ra;
         ra.init(p, b, cache_row, kvh, owhich != 0);
         auto page_read = [&](int32_t kt) -> int32_t {
@@ -1316,10 +1332,36 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
-        auto load_tile = [&](int slot, int stage) {
+        auto load_tile = [&](int slot, int stage, int parts = 3) { /* parts (WP): bit 0 K rows, bit 1 V rows */
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
-            if (EVEN) {
+            if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k (rb % 8 = 0 when swizzled) */
+                static_assert(!WP || !SWZ || CH >= 16, "swizzled rows: chunk XOR k");
+                const int rb = warp * 16 + (lane / CH) * (CH / 2);
+#pragma unroll
+                for (int k = 0; k < CH / 2; k++) {
+                    const int row = rb + k;
+                    const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
+                    const uint32_t d = (uint32_t)(row * ROW * 2) +
+                                       (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
+                    if (parts & 1)
+                        kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
+                    if (parts & 2)
+                        kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                }
+            } else if (WP) {
+#pragma unroll
+                for (int k = 0; k < CH / 2; k++) {
+                    const int e = lane + 32 * k;
+                    const int rr = e / CH, c0 = (e - rr * CH) * 8, row = warp * 16 + rr;
+                    const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
+                    const uint32_t so = (uint32_t)(row * ROW + c0) * 2;
+                    if (parts & 1)
+                        kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
+                    if (parts & 2)
+                        kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
+                }
+            } else if (EVEN) {
 #pragma unroll
                 for (int k = 0; k < KV_BN / RSTEP; k++) {
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][my_r0 + k * RSTEP]; /* K, V rows */
@@ -1382,7 +1424,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         for (int st = 0; st < NS - 1; st++) {
             if (st < n_kt) load_tile(st, st);
             kv_cp_async_commit();
+            if (WKREL) kv_cp_async_commit(); /* an empty group: tile st then has 2 NS - 3 groups after it at its wait */
         }
+        /* WP: Q lives in K stage NS - 1 (rows 0 - 15: warp 0's), which warp 0 first writes at t = 0 */
+        if (WP && !SM::Q_OWN) __syncthreads();
 
         /* per-thread rows: fragment rows gq and gq + 8 of this warp's 16 */
         int32_t vlo[2], vhi[2], qkey[2];
@@ -1417,12 +1462,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         const unsigned long long t_start = KV_TL_NOW();
         (void)t_start;
         for (int32_t t = 0; t < n_kt; t++) {
-            kv_cp_async_wait<NS - 2>();
-            __syncthreads();
+            kv_cp_async_wait<WKREL ? 2 * NS - 3 : NS - 2>();
+            if (WP) __syncwarp(); /* this warp's rows only: its own copies, its own stages' rows */
+            else __syncthreads();
             if (t == 0) KV_TL_ADD(DECODE ? 2 : 1, 5, KV_TL_NOW() - t_start);
             {
                 const int32_t nt_ = t + NS - 1;
-                if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
+                /* WKREL: V rows of tile t + NS - 1 (and at t = 0 its K, whose stage held Q until the loop) */
+                if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS, WKREL && t > 0 ? 2 : 3);
                 kv_cp_async_commit();
                 if (t + NS < n_kt) { /* into the slot of tile t (issued long ago); the page read one tile ahead */
                     row_address(kt_begin + t + NS, t % NS, next_page);
@@ -1458,6 +1505,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
                     }
                 }
+            }
+            if (WKREL) { /* this warp is done with its K rows of stage t % NS: tile t + NS's go there */
+                __syncwarp();
+                if (t + NS < n_kt) load_tile(t % NS, t % NS, 1);
+                kv_cp_async_commit();
             }
             /* scores -> log2 units, masks */
             if (!(STRIP & 2)) {
