@@ -143,16 +143,15 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_CA
 #define KV_DECODE_CA 1
 #endif
-/* dev (eighteenth session): warp-private decode pipelines. In a decode item warp w reads only keys 16 w .. 16 w + 15
- * of every tile (Q K^T and P V), so each warp can copy its own 16 K and 16 V rows and wait for its own copies
- * (cp.async.wait_group + __syncwarp): no block barrier per tile, and no warp waits for another's copies. */
+/* Warp-private decode pipelines (v53, eighteenth session). In a decode item warp w reads only keys 16 w .. 16 w + 15
+ * of every tile (Q K^T and P V), so each warp copies its own 16 K and 16 V rows and waits for its own copies
+ * (cp.async.wait_group + __syncwarp): no block barrier per tile, and no warp waits for another's copies. Measured on
+ * the H200 against the block-wide copies (bench_cuda --quick, two calls of three rounds, means of isolated calls):
+ * head dim 128 -0.75% / -0.81% over 35 rows (8x8192 contiguous -3.5% / -4.9%, 64x4096 contiguous -3.3% / -2.4%; worst
+ * row +1.4% / +1.1%, 64x16384 page 16 +0.6% / +1.1%); dev/attn_test decode rows: head dim 64 -3.1%, 96 -3.7%, 256
+ * -2.2% (attn_notes.md). The prefill kernels keep the block-wide copies (each warp reads every key). */
 #ifndef KV_DECODE_WPIPE
 #define KV_DECODE_WPIPE 1
-#endif
-/* dev: with WP, the warp's K rows of a stage are released after its Q K^T (a __syncwarp) and the K rows of tile
- * t + NS copied then (v52's order, which with a block barrier was 4% slower) */
-#ifndef KV_DECODE_WKREL
-#define KV_DECODE_WKREL 0
 #endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
@@ -1255,7 +1254,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* the row whose address this thread resolves: row tid % 64 of K or V; a warp-private pipeline (WP) resolves its
          * own rows: lane l of warp w row 16 w + l % 16 of K (l < 16) or V */
         constexpr bool WP = DECODE && KV_DECODE_WPIPE;
-        constexpr bool WKREL = WP && KV_DECODE_WKREL;
         static_assert(!WP || (KV_BN == 64 && KV_THREADS == 128), "warp-private pipeline: 4 warps of 16 keys");
         const int orr = WP ? warp * 16 + (lane & 15) : tid & (KV_BN - 1), owhich = WP ? lane >> 4 : tid >> 6;
         kv_row_addresser ra;
@@ -1332,7 +1330,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
-        auto load_tile = [&](int slot, int stage, int parts = 3) { /* parts (WP): bit 0 K rows, bit 1 V rows */
+        auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
             if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k (rb % 8 = 0 when swizzled) */
@@ -1344,10 +1342,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
                     const uint32_t d = (uint32_t)(row * ROW * 2) +
                                        (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
-                    if (parts & 1)
-                        kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
-                    if (parts & 2)
-                        kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
                 }
             } else if (WP) {
 #pragma unroll
@@ -1356,10 +1352,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     const int rr = e / CH, c0 = (e - rr * CH) * 8, row = warp * 16 + rr;
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
                     const uint32_t so = (uint32_t)(row * ROW + c0) * 2;
-                    if (parts & 1)
-                        kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
-                    if (parts & 2)
-                        kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + so, c0 < D ? kva.x : 0, (uint64_t)c0 * 2);
+                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + so, c0 < D ? kva.y : 0, (uint64_t)c0 * 2);
                 }
             } else if (EVEN) {
 #pragma unroll
@@ -1424,7 +1418,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         for (int st = 0; st < NS - 1; st++) {
             if (st < n_kt) load_tile(st, st);
             kv_cp_async_commit();
-            if (WKREL) kv_cp_async_commit(); /* an empty group: tile st then has 2 NS - 3 groups after it at its wait */
         }
         /* WP: Q lives in K stage NS - 1 (rows 0 - 15: warp 0's), which warp 0 first writes at t = 0 */
         if (WP && !SM::Q_OWN) __syncthreads();
@@ -1462,14 +1455,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         const unsigned long long t_start = KV_TL_NOW();
         (void)t_start;
         for (int32_t t = 0; t < n_kt; t++) {
-            kv_cp_async_wait<WKREL ? 2 * NS - 3 : NS - 2>();
+            kv_cp_async_wait<NS - 2>();
             if (WP) __syncwarp(); /* this warp's rows only: its own copies, its own stages' rows */
             else __syncthreads();
             if (t == 0) KV_TL_ADD(DECODE ? 2 : 1, 5, KV_TL_NOW() - t_start);
             {
                 const int32_t nt_ = t + NS - 1;
-                /* WKREL: V rows of tile t + NS - 1 (and at t = 0 its K, whose stage held Q until the loop) */
-                if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS, WKREL && t > 0 ? 2 : 3);
+                if (nt_ < n_kt) load_tile(nt_ % NS, nt_ % NS);
                 kv_cp_async_commit();
                 if (t + NS < n_kt) { /* into the slot of tile t (issued long ago); the page read one tile ahead */
                     row_address(kt_begin + t + NS, t % NS, next_page);
@@ -1505,11 +1497,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
                     }
                 }
-            }
-            if (WKREL) { /* this warp is done with its K rows of stage t % NS: tile t + NS's go there */
-                __syncwarp();
-                if (t + NS < n_kt) load_tile(t % NS, t % NS, 1);
-                kv_cp_async_commit();
             }
             /* scores -> log2 units, masks */
             if (!(STRIP & 2)) {
