@@ -1151,8 +1151,9 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
  * 3. S = Q K^T by mma.sync m16n8k16 (fp32), scores scaled / capped / biased / masked in log2 units, online
  *    softmax, O += P V (P from the S registers, V by ldmatrix.trans);
  *    prefill items: 4 warps x 16 rows, each warp all 64 keys of a tile;
- *    decode items (<= 16 rows): every warp all 16 rows, warp w keys [16w, 16w + 16) of each tile, the 4
- *    partial states merged in smem in warp order at the end;
+ *    decode items (<= 16 rows): every warp all 16 rows, warp w keys [16w, 16w + 16) of each tile, which that
+ *    warp copies and waits for itself (KV_DECODE_WPIPE: no block barrier per tile), the 4 partial states merged
+ *    in smem in warp order at the end;
  * 4. out = O / l, lse = ln(sum) (0 and -inf for rows without keys), or the normalized partial of a piece
  *    (then kv_attn_piece_done: the last piece of a tile merges them). */
 /* The smem rows of decode items' K / V stages and Q tile for DP 128 and 256 (v46): dense rows of DP elements
