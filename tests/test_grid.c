@@ -25,6 +25,10 @@ static int g_force_b;
 /* When set (the head-dim sweep): this head dim, fp16 or bf16, cache lengths 1030 - 3000 (split pieces) and
  * num_splits g_force_splits. */
 static int g_force_D, g_force_splits;
+/* When set (the many-split cases, with g_force_D and g_force_nq): cache lengths g_force_S .. g_force_S + 1000, this
+ * many kv heads and query heads per kv head, no window, a softmax scale in [0.002, 0.02], batch_invariant g_force_bi, and
+ * q / out strides that the CUDA backend's fast path takes (odd ones run its simple kernel, which merges no pieces). */
+static int g_force_S, g_force_Hk, g_force_group, g_force_bi;
 
 static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budget) {
     static const int head_dims[] = {32, 59, 64, 80, 128, 256};
@@ -39,8 +43,9 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     const int dt_drawn = kvt_pick(dtypes, 3);
     const int dt = g_force_D && dt_drawn == KVATTN_F32 ? KVATTN_BF16 : dt_drawn;
     const int es = kvref_dtype_size(dt);
-    const int Hk = kvt_randint(1, 3), group_drawn = kvt_pick((const int[]){1, 2, 4}, 3);
-    const int group = g_force_nq ? 4 : group_drawn, H = Hk * group;
+    const int Hk_drawn = kvt_randint(1, 3), group_drawn = kvt_pick((const int[]){1, 2, 4}, 3);
+    const int Hk = g_force_Hk ? g_force_Hk : Hk_drawn;
+    const int group = g_force_group ? g_force_group : g_force_nq ? 4 : group_drawn, H = Hk * group;
     const int B_drawn = kvt_pick(batches, 7), B = g_force_nq ? g_force_b : B_drawn;
     const int varlen = kvt_randint(0, 9) < 7 || g_force_nq;
     const int has_new = kvt_randint(0, 3) > 0;
@@ -53,8 +58,9 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         nq[b] = varlen ? rand_len(qlens, 7) : fixed_q;
         if (g_force_nq) nq[b] = g_force_nq[b];
         nnew[b] = !has_new ? 0 : varlen ? (kvt_randint(0, 1) ? nq[b] : rand_len(qlens, 7)) : fixed_new;
-        S[b] = g_force_D ? kvt_randint(1030, 3000) : rand_len(cachelens, 10);
-        L[b] = use_leftpad && kvt_randint(0, 2) ? kvt_randint(0, S[b]) : 0;
+        S[b] = g_force_S ? kvt_randint(g_force_S, g_force_S + 1000)
+               : g_force_D ? kvt_randint(1030, 3000) : rand_len(cachelens, 10);
+        L[b] = use_leftpad && kvt_randint(0, 2) ? kvt_randint(0, g_force_S ? S[b] / 4 : S[b]) : 0;
         cost += (int64_t)nq[b] * (S[b] + nnew[b] - L[b]) * H * D;
     }
     if (cost > budget) return 1;
@@ -66,6 +72,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
 
     /* ---- shapes of the row tensors (views: head and channel padding) ---- */
     int hp = kvt_randint(0, 1), dp = kvt_pick((const int[]){0, 0, 8, 3}, 4);
+    if (g_force_S && dp == 3) dp = 8; /* many-split cases: strides the CUDA fast path takes (multiples of 8) */
     int total_q = 0, total_new = 0, cu_q[MAXB + 1], cu_new[MAXB + 1];
     cu_q[0] = cu_new[0] = 0;
     for (int b = 0; b < B; b++) {
@@ -98,6 +105,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
 
     /* out: its own padding */
     int ohp = kvt_randint(0, 1), odp = kvt_pick((const int[]){0, 0, 5}, 3);
+    if (g_force_S) odp = 0;
     int64_t orow = (int64_t)(H + ohp) * (D + odp);
     p->out_head_stride = D + odp;
     p->out_row_stride = orow;
@@ -226,7 +234,7 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         }
         snprintf(layout, sizeof layout, "contig C=%d Bc=%d%s", C, cache_batch, use_idx ? " batch_idx" : "");
     }
-    if (cache_elems > (kvt_quick() ? 1500000 : 4000000)) return 1;
+    if (!g_force_S && cache_elems > (kvt_quick() ? 1500000 : 4000000)) return 1; /* (many-split cases: long) */
     int64_t view_off = (int64_t)view_head * (D + cdp);
     /* an HND paged view starting at head 1 would run past the buffer's end: only NHD-style offsets */
     if (paged && p->k_head_stride != D + cdp) view_off = 0;
@@ -288,7 +296,14 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     if (kvt_randint(0, 3) == 0) p->softmax_scale = (float)kvt_uniform(0.05, 0.3);
     p->num_splits = kvt_pick((const int[]){0, 0, 1, 2, 5}, 5);
     if (g_force_D) p->num_splits = g_force_splits;
+    /* many-split cases: no window (a window of <= 1000 keys leaves one piece), and a small scale, so that the
+     * weights spread over the keys and every piece's partial counts in the merged sum */
+    if (g_force_S) {
+        p->window_left = p->window_right = -1;
+        p->softmax_scale = (float)kvt_uniform(0.002, 0.02);
+    }
     p->batch_invariant = kvt_randint(0, 4) == 0;
+    if (g_force_S) p->batch_invariant = g_force_bi;
     ol += snprintf(opts + ol, sizeof opts - ol, "%s win=(%d,%d)%s%s splits=%d%s", p->causal ? " causal" : "",
                    p->window_left, p->window_right, p->softcap > 0 ? " softcap" : "",
                    p->softmax_scale != 0 ? " scale" : "", p->num_splits, p->batch_invariant ? " batch_inv" : "");
@@ -477,6 +492,40 @@ int main(void) {
     g_force_nq = NULL;
     g_force_D = 0;
     if (swept != 32) kvt_note_failure("head-dim sweep: built %d of 32", swept);
+    /* long caches of one or two sequences, split in auto mode into ~12 to 40 pieces per kv head on the H200 (the
+     * merge loads the first 8 pieces with the lse and the rest in rounds of 8, also beyond 32: more than the other
+     * cases reach), or in batch-invariant mode into 16 pieces of 2048 keys: {D, Hk, group, S, B, nq, batch_invariant}.
+     * A build whose merge dropped the last of more than 8 pieces failed these cases (nineteenth session). */
+    static const int many[][7] = {{128, 2, 4, 31000, 1, 1, 0}, {128, 1, 8, 11000, 1, 1, 0}, {128, 3, 8, 31000, 1, 1, 0},
+                                  {64, 1, 4, 39000, 1, 1, 0},  {64, 1, 4, 19000, 1, 1, 0},  {256, 1, 2, 19000, 1, 1, 0},
+                                  {96, 1, 4, 19000, 1, 1, 0},  {40, 2, 4, 29000, 1, 3, 0},  {128, 1, 4, 15000, 2, 1, 0},
+                                  {128, 2, 4, 31000, 1, 1, 1}};
+    const int n_many = (int)(sizeof many / sizeof many[0]);
+    int many_built = 0;
+    for (int c = 0; c < n_many; c++) {
+        static int nq_many[2];
+        nq_many[0] = nq_many[1] = many[c][5];
+        g_force_D = many[c][0];
+        g_force_Hk = many[c][1];
+        g_force_group = many[c][2];
+        g_force_S = many[c][3];
+        g_force_b = many[c][4];
+        g_force_bi = many[c][6];
+        g_force_nq = nq_many;
+        g_force_splits = 0;
+        for (int tries = 0; tries < 100; tries++) {
+            const uint64_t state = kvt_rand_u64();
+            int built;
+            run_case(KVATTN_BACKEND_CPU, state, 400000000, &built);
+            if (!built) continue;
+            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, 400000000, &built);
+            many_built++;
+            break;
+        }
+    }
+    g_force_nq = NULL;
+    g_force_D = g_force_Hk = g_force_group = g_force_S = g_force_bi = 0;
+    if (many_built != n_many) kvt_note_failure("many-split cases: built %d of %d", many_built, n_many);
     if (cuda) printf("CUDA: %d cases skipped (fp32 or unsupported head dim)\n", cuda_skipped);
     return kvt_finish();
 }
