@@ -1334,6 +1334,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
             const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
+            /* 16 bytes of a K row and of a V row, at byte offset d of their stages (a row address 0: zeros). The
+             * not-EVEN branches copy without it: their selects, passed as its arguments, are evaluated before the K
+             * copy, which reordered the DP 224 kernels' copy loop (nineteenth session; the EVEN ones' SASS is equal) */
+            auto copy_kv = [&](uint32_t d, uint64_t k_row, uint64_t v_row, uint64_t off) {
+                kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, k_row, off);
+                kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, v_row, off);
+            };
             if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k (rb % 8 = 0 when swizzled) */
                 static_assert(!WP || !SWZ || CH >= 16, "swizzled rows: chunk XOR k");
                 const int rb = warp * 16 + (lane / CH) * (CH / 2);
@@ -1343,8 +1350,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
                     const uint32_t d = (uint32_t)(row * ROW * 2) +
                                        (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                    copy_kv(d, kva.x & my_cmask, kva.y & my_cmask, (uint64_t)my_c0 * 2);
                 }
             } else if (WP) {
 #pragma unroll
@@ -1363,8 +1369,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     /* swizzled: rows my_r0 + k RSTEP alternate between two chunk positions (RSTEP 4 or 8) */
                     const uint32_t d = SWZ ? d_sw[k & 1] + (uint32_t)((k & ~1) * RSTEP * ROW * 2)
                                            : (uint32_t)(my_r0 * ROW + my_c0) * 2 + k * RSTEP * ROW * 2;
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, kva.x & my_cmask, (uint64_t)my_c0 * 2);
-                    kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                    copy_kv(d, kva.x & my_cmask, kva.y & my_cmask, (uint64_t)my_c0 * 2);
                 }
             } else {
 #pragma unroll
