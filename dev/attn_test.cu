@@ -845,6 +845,10 @@ int main(int argc, char **argv) {
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",
                                kn[k], t[k][7], t[k][5] / 1e3 / t[k][7], t[k][8] / 1e3 / t[k][7], t[k][9] / 1e3 / t[k][7],
                                t[k][6] / 1e3 / t[k][7]);
+                if (t[0][12]) /* the split merges (piece_done): thread 0's time for the merge, and for the same
+                               * again (built with -DKV_TL_MERGE_AGAIN; else ~0) */
+                    printf("  merges: %llu, mean %.2f us, again %.2f us;", t[0][12], t[0][10] / 1e3 / t[0][12],
+                           t[0][11] / 1e3 / t[0][12]);
                 if (t[1][7] && t[1][12])
                     printf("\n    sm90 per item (cycles): pipeline %.0f = copy waits %.0f + product waits %.0f + rest; "
                            "epilogue %.0f; loop-to-end %.0f; tiles %.2f", t[1][13] / (double)t[1][7],

@@ -13,8 +13,8 @@
 
 #ifndef KV_DEV_STRIP /* dev only (sixteenth session): bits skip parts of a decode item (1 Q K^T, 2 masks and softmax,
                       * 4 P V, 8 the epilogue and the split combine, 16 the Q tile's load, 32 the split combine,
-                      * 64 the epilogue's merged rows and their writes); results are wrong, for timing what each
-                      * part costs */
+                      * 64 the epilogue's merged rows and their writes, 128 the split merge but not the count that
+                      * finds the last piece; nineteenth session); results are wrong, for timing what each part costs */
 #define KV_DEV_STRIP 0
 #endif
 #define KV_BN 64              /* keys per KV tile */
@@ -1828,7 +1828,22 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         *s_flag = done == t.nsplit && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
     __syncthreads();
-    if (*s_flag) kv_combine_task<T, FEW>(p, a, s_cb);
+#ifdef KVATTN_TIMELINE
+    if (*s_flag && !(KV_DEV_STRIP & 128)) { /* dev (nineteenth session): thread 0's time for the merge; with
+                                              * KV_TL_MERGE_AGAIN the same merge runs again (warm code, same data) */
+        const unsigned long long m0 = KV_TL_NOW();
+        kv_combine_task<T, FEW>(p, a, s_cb);
+        const unsigned long long m1 = KV_TL_NOW();
+#ifdef KV_TL_MERGE_AGAIN
+        kv_combine_task<T, FEW>(p, a, s_cb); /* the same output again: only its time differs */
+#endif
+        KV_TL_ADD(0, 10, m1 - m0);
+        KV_TL_ADD(0, 11, KV_TL_NOW() - m1);
+        KV_TL_ADD(0, 12, 1);
+    }
+#else
+    if (*s_flag && !(KV_DEV_STRIP & 128)) kv_combine_task<T, FEW>(p, a, s_cb);
+#endif
     __syncthreads();
 }
 
