@@ -1828,22 +1828,21 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         *s_flag = done == t.nsplit && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
     __syncthreads();
-#ifdef KVATTN_TIMELINE
-    if (*s_flag && !(KV_DEV_STRIP & 128)) { /* dev (nineteenth session): thread 0's time for the merge; with
-                                              * KV_TL_MERGE_AGAIN the same merge runs again (warm code, same data) */
+    if (*s_flag && !(KV_DEV_STRIP & 128)) {
+        /* timeline builds (nineteenth session): thread 0's time for the merge; with KV_TL_MERGE_AGAIN the same merge
+         * runs again (warm code, same data). Elsewhere KV_TL_NOW is 0 and KV_TL_ADD nothing. */
         const unsigned long long m0 = KV_TL_NOW();
         kv_combine_task<T, FEW>(p, a, s_cb);
         const unsigned long long m1 = KV_TL_NOW();
-#ifdef KV_TL_MERGE_AGAIN
+#if defined(KVATTN_TIMELINE) && defined(KV_TL_MERGE_AGAIN)
         kv_combine_task<T, FEW>(p, a, s_cb); /* the same output again: only its time differs */
 #endif
         KV_TL_ADD(0, 10, m1 - m0);
         KV_TL_ADD(0, 11, KV_TL_NOW() - m1);
         KV_TL_ADD(0, 12, 1);
+        (void)m0;
+        (void)m1;
     }
-#else
-    if (*s_flag && !(KV_DEV_STRIP & 128)) kv_combine_task<T, FEW>(p, a, s_cb);
-#endif
     __syncthreads();
 }
 
