@@ -871,9 +871,12 @@ int main(int argc, char **argv) {
         P.nq[0] = 1; P.nnew[0] = 1; P.S[0] = 63;
         return profile_twice(P);
     }
-    if (!strcmp(mode, "profile_8x8192")) { /* decode 8 x 8192 (one-token append: the plain order), for ncu */
-        Problem P = make(8, 32, 8, 128, 16, KVATTN_BF16);
-        for (int b = 0; b < 8; b++) { P.nq[b] = 1; P.nnew[b] = 1; P.S[b] = 8191; }
+    if (!strcmp(mode, "profile_8x8192")) { /* decode 8 x 8192 (one-token append: the plain order), for ncu;
+                                             * KVATTN_PROF_PAGE (default 16; 0 contiguous), KVATTN_TL_NONEW: no append */
+        const int page = getenv("KVATTN_PROF_PAGE") ? atoi(getenv("KVATTN_PROF_PAGE")) : 16;
+        const int nonew = getenv("KVATTN_TL_NONEW") ? 1 : 0;
+        Problem P = make(8, 32, 8, 128, page, KVATTN_BF16);
+        for (int b = 0; b < 8; b++) { P.nq[b] = 1; P.nnew[b] = 1 - nonew; P.S[b] = 8191 + nonew; }
         return profile_twice(P);
     }
     if (!strcmp(mode, "profile_inflight")) { /* the inflight step's launches, for ncu */

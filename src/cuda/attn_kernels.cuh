@@ -153,6 +153,11 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_WPIPE
 #define KV_DECODE_WPIPE 1
 #endif
+/* Row addresses read per batch of this many copy pairs of a warp-private decode pipeline, before the batch's copies
+ * (v57, twentieth session; see load_tile). 4 is the shipped value; 1 is the form before (one pair at a time) */
+#ifndef KV_DECODE_ABATCH
+#define KV_DECODE_ABATCH 4
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -1231,10 +1236,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
     T *sK = (T *)kv_smem_raw + SM::Q_ELEMS; /* NS stages of K, then NS of V */
     T *sV = sK + NS * SM::KV_ELEMS;
     T *sQ = SM::Q_OWN ? (T *)kv_smem_raw : sK + (NS - 1) * SM::KV_ELEMS;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    /* threadIdx.x and the stages' shared-window addresses are held in registers for the whole item (the empty asm
+     * hides where they came from): otherwise ptxas reads them again inside the decode tile loop (S2R SR_TID.X, S2UR
+     * SR_CgaCtaId: variable-latency reads), and ncu put ~1/8 of the loop's stall samples on the thread-index reads and
+     * their first uses (v57, twentieth session) */
+    int tid_ = (int)threadIdx.x;
+    asm volatile("" : "+r"(tid_));
+    const int tid = tid_, warp = tid >> 5, lane = tid & 31;
     const int gq = lane >> 2, tq = lane & 3; /* mma fragment row group and thread-in-quad */
     const int b = it.b, kvh = it.kv_head;
     const kv_item_facts f = kv_item_facts_get(p, b);
+    uint32_t sK_u32 = kv_smem_u32(sK), sV_u32 = kv_smem_u32(sV);
+    asm volatile("" : "+r"(sK_u32), "+r"(sV_u32));
     const kv_seq s = f.s;
     const int32_t s_k = f.s_k, cache_row = f.cache_row;
     const int G = f.G, D = f.D;
@@ -1332,8 +1345,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
         auto load_tile = [&](int slot, int stage) {
-            const uint32_t dk = kv_smem_u32(sK + stage * SM::KV_ELEMS);
-            const uint32_t dv = kv_smem_u32(sV + stage * SM::KV_ELEMS);
+            const uint32_t dk = sK_u32 + (uint32_t)(stage * SM::KV_ELEMS * 2);
+            const uint32_t dv = sV_u32 + (uint32_t)(stage * SM::KV_ELEMS * 2);
             /* 16 bytes of a K row and of a V row, at byte offset d of their stages (a row address 0: zeros). The
              * not-EVEN branches copy without it: their selects, passed as its arguments, are evaluated before the K
              * copy, which reordered the DP 224 kernels' copy loop (nineteenth session; the EVEN ones' SASS is equal) */
@@ -1344,13 +1357,23 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k (rb % 8 = 0 when swizzled) */
                 static_assert(!WP || !SWZ || CH >= 16, "swizzled rows: chunk XOR k");
                 const int rb = warp * 16 + (lane / CH) * (CH / 2);
+                /* the rows' addresses of a batch are read before its copies: the copies' asm (a memory clobber) keeps
+                 * every smem read after the copy before it, so one address read per pair made a chain of LDS ->
+                 * use -> copy -> LDS (a short-scoreboard wait per pair; v57, twentieth session) */
+                constexpr int NB = KV_DECODE_ABATCH < 1 ? 1 : KV_DECODE_ABATCH < CH / 2 ? KV_DECODE_ABATCH : CH / 2;
+                static_assert(!(WP && EVEN) || (CH / 2) % NB == 0, "KV_DECODE_ABATCH: a divisor of the rows per lane");
 #pragma unroll
-                for (int k = 0; k < CH / 2; k++) {
-                    const int row = rb + k;
-                    const ulonglong2 kva = *(const ulonglong2 *)s_addr[slot][row];
-                    const uint32_t d = (uint32_t)(row * ROW * 2) +
-                                       (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
-                    copy_kv(d, kva.x & my_cmask, kva.y & my_cmask, (uint64_t)my_c0 * 2);
+                for (int k0 = 0; k0 < CH / 2; k0 += NB) {
+                    ulonglong2 kva[NB];
+#pragma unroll
+                    for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
+#pragma unroll
+                    for (int j = 0; j < NB; j++) {
+                        const int k = k0 + j, row = rb + k;
+                        const uint32_t d = (uint32_t)(row * ROW * 2) +
+                                           (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
+                        copy_kv(d, kva[j].x & my_cmask, kva[j].y & my_cmask, (uint64_t)my_c0 * 2);
+                    }
                 }
             } else if (WP) {
 #pragma unroll
@@ -1476,6 +1499,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             }
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
+            const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * 2);
+            const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * 2);
             const int32_t jt = (kt_begin + t) * KV_BN + key0; /* key index of this warp's first column */
 
             float sc[8][4];
@@ -1495,7 +1520,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         uint32_t b0, b1, b2, b3;
                         const int key = key0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
                         if (SWZ)
-                            kv_ldmatrix_x4(kv_smem_u32(tk) + k_sw[kk & 3] + (kk >> 2) * 128 + np * 16 * ROW * 2, b0, b1,
+                            kv_ldmatrix_x4(tk_u32 + k_sw[kk & 3] + (kk >> 2) * 128 + np * 16 * ROW * 2, b0, b1,
                                            b2, b3);
                         else
                             kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
@@ -1508,25 +1533,36 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             if (!(STRIP & 2)) {
             const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + NT * 8 <= vhi[0] && jt >= vlo[1] &&
                                                           jt + NT * 8 <= vhi[1]);
+            /* one branch per form for the whole tile (v57, twentieth session): the form before tested plain, then the
+             * mask, per element, which spread the loop's code over more lines (ncu: no_instruction stalls after those
+             * branches) */
+            if (plain) {
 #pragma unroll
-            for (int n = 0; n < 8; n++) {
-                if (n < NT) {
+                for (int n = 0; n < 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        if (n < NT) sc[n][e] *= scale * LOG2E;
+            } else {
+#pragma unroll
+                for (int n = 0; n < 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int h2 = e >> 1;
-                        const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
-                        float x = sc[n][e];
-                        if (plain) {
-                            x *= scale * LOG2E;
-                        } else {
-                            x = kv_softcap(x * scale, p.softcap);
-                            if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
-                            x *= LOG2E;
+                        if (n < NT) {
+                            const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
+                            float x = kv_softcap(sc[n][e] * scale, p.softcap);
+                            if (p.alibi_slopes) x += kv_alibi_bias(slope[e >> 1], qkey[e >> 1], j);
+                            sc[n][e] = x * LOG2E;
                         }
-                        if (!full && (j < vlo[h2] || j >= vhi[h2])) x = -CUDART_INF_F;
-                        sc[n][e] = x;
                     }
-                }
+            }
+            if (!full) {
+#pragma unroll
+                for (int n = 0; n < 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
+                        if (n < NT && (j < vlo[e >> 1] || j >= vhi[e >> 1])) sc[n][e] = -CUDART_INF_F;
+                    }
             }
             /* online softmax */
 #pragma unroll
@@ -1571,7 +1607,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     for (int dn = 0; dn < DT / 2; dn++) {
                         uint32_t b0, b1, b2, b3;
                         if (SWZ)
-                            kv_ldmatrix_x4_trans(kv_smem_u32(tv) + v_sw[dn & 3] + (dn >> 2) * 128 + kc * 16 * ROW * 2, b0,
+                            kv_ldmatrix_x4_trans(tv_u32 + v_sw[dn & 3] + (dn >> 2) * 128 + kc * 16 * ROW * 2, b0,
                                                  b1, b2, b3);
                         else
                             kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
