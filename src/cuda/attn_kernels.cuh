@@ -154,7 +154,8 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #define KV_DECODE_WPIPE 1
 #endif
 /* Row addresses read per batch of this many copy pairs of a warp-private decode pipeline, before the batch's copies
- * (v57, twentieth session; see load_tile). 4 is the shipped value; 1 is the form before (one pair at a time) */
+ * (v57, twentieth session; see load_tile). 4 is the shipped value (measured with the rest of v57); 8 alone was no
+ * faster than 1, the form before (one pair at a time) */
 #ifndef KV_DECODE_ABATCH
 #define KV_DECODE_ABATCH 4
 #endif
@@ -1345,8 +1346,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
         auto load_tile = [&](int slot, int stage) {
-            const uint32_t dk = sK_u32 + (uint32_t)(stage * SM::KV_ELEMS * 2);
-            const uint32_t dv = sV_u32 + (uint32_t)(stage * SM::KV_ELEMS * 2);
+            const uint32_t dk = sK_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
+            const uint32_t dv = sV_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
             /* 16 bytes of a K row and of a V row, at byte offset d of their stages (a row address 0: zeros). The
              * not-EVEN branches copy without it: their selects, passed as its arguments, are evaluated before the K
              * copy, which reordered the DP 224 kernels' copy loop (nineteenth session; the EVEN ones' SASS is equal) */
@@ -1499,8 +1500,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             }
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
-            const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * 2);
-            const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * 2);
+            const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
+            const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
             const int32_t jt = (kt_begin + t) * KV_BN + key0; /* key index of this warp's first column */
 
             float sc[8][4];
