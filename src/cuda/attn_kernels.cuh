@@ -159,6 +159,11 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_ABATCH
 #define KV_DECODE_ABATCH 4
 #endif
+/* A decode item without rotary copies its Q tile by cp.async, in the first KV tile's group (v61, twenty-first session),
+ * so that the Q round trip overlaps the first tile's instead of preceding it; 0: Q by loads and stores first. */
+#ifndef KV_DECODE_QASYNC
+#define KV_DECODE_QASYNC 1
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -1281,8 +1286,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
         for (int st = 0; st <= NS; st++) first_pages[st] = page_read(kt_begin + st);
 
-        /* 1. Q tile */
-        if (!(STRIP & 16)) {
+        /* 1. Q tile (KV_DECODE_QASYNC: by cp.async, waited for after the prologue's copies are issued) */
+        const bool q_async = DECODE && KV_DECODE_QASYNC && !p.rotary_cos && !(STRIP & 16);
+        if (q_async) {
+            for (int e = tid; e < tile_rows * CH; e += KV_THREADS) {
+                const int rr = e / CH, c0 = (e - rr * CH) * 8;
+                uint64_t src = 0; /* padding rows and channels: zeros */
+                if (rr < it.nrows && c0 < D)
+                    src = (uint64_t)(qg + kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride,
+                                                        p.q_row_stride, p.q_head_stride) + c0);
+                kv_copy16_row(kv_smem_u32(sQ + kv_smem_at<SWZ, ROW>(rr, c0)), src, 0);
+            }
+        } else if (!(STRIP & 16)) {
             const int32_t rope_R = p.rotary_cos ? p.rotary_dim : 0;
             for (int e = tid; e < tile_rows * CH; e += KV_THREADS) {
                 const int rr = e / CH, c0 = (e - rr * CH) * 8;
@@ -1412,7 +1427,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
         for (int st = 0; st < NS; st++) row_address(kt_begin + st, st, first_pages[st]);
         int32_t next_page = first_pages[NS]; /* of the tile whose offsets are resolved next */
-        __syncthreads(); /* Q and the first offsets in smem */
+        __syncthreads(); /* the first offsets (and Q, unless it comes by cp.async) in smem */
         const int wrow0 = decode ? 0 : warp * 16;
         /* swizzled stages: this lane's ldmatrix addresses in bytes from a stage's (or Q's) start. Lane l reads chunk
          * 2 kk + (l >> 4) of Q row l & 15 and of V row key0 + (l & 7) + ((l >> 3) & 1) 8, chunk 2 kk + ((l >> 3) & 1)
@@ -1440,7 +1455,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                        : kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
         };
         uint32_t qf[DP <= 128 ? DK : 1][4];
-        if (DP <= 128) {
+        if (DP <= 128 && !q_async) {
 #pragma unroll
             for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
@@ -1448,6 +1463,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         for (int st = 0; st < NS - 1; st++) {
             if (st < n_kt) load_tile(st, st);
             kv_cp_async_commit();
+        }
+        if (q_async) { /* Q came with the first tile's group: every thread's copies of it, then the fragments */
+            kv_cp_async_wait<NS - 2>();
+            __syncthreads();
+            if (DP <= 128) {
+#pragma unroll
+                for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+            }
         }
         /* WP: Q lives in K stage NS - 1 (rows 0 - 15: warp 0's), which warp 0 first writes at t = 0 */
         if (WP && !SM::Q_OWN) __syncthreads();
