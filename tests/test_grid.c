@@ -432,6 +432,15 @@ static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
     return skipped;
 }
 
+/* One drawn case on the CPU and, when it was built within the budget and a GPU is there, the same case on CUDA.
+ * Returns whether it was built (over the budget: nothing ran, draw again). */
+static int run_both(uint64_t state, int64_t budget, int cuda, int *cuda_skipped) {
+    int built, cuda_built;
+    run_case(KVATTN_BACKEND_CPU, state, budget, &built);
+    if (built && cuda) *cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &cuda_built);
+    return built;
+}
+
 int main(void) {
     kvt_init("test_grid");
     const int quick = kvt_quick();
@@ -442,10 +451,7 @@ int main(void) {
     int done = 0, cuda_skipped = 0;
     while (done < n_cases) {
         uint64_t state = kvt_rand_u64();
-        int built;
-        run_case(KVATTN_BACKEND_CPU, state, budget, &built);
-        if (!built) continue;
-        if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &built);
+        if (!run_both(state, budget, cuda, &cuda_skipped)) continue;
         done++;
         kvt_rng_set(state ^ 0x5DEECE66Dull * (uint64_t)(done + 1)); /* next case draws from fresh state */
     }
@@ -458,11 +464,7 @@ int main(void) {
         for (int rep = 0, tries = 0; rep < (quick ? 2 : 6) && tries < 10000; tries++) {
             g_force_nq = force[f] + 1;
             g_force_b = force[f][0];
-            const uint64_t state = kvt_rand_u64();
-            int built;
-            run_case(KVATTN_BACKEND_CPU, state, budget, &built);
-            if (!built) continue; /* over the budget: draw again */
-            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &built);
+            if (!run_both(kvt_rand_u64(), budget, cuda, &cuda_skipped)) continue; /* over the budget: draw again */
             rep++;
             forced++;
         }
@@ -480,11 +482,7 @@ int main(void) {
         g_force_D = D;
         g_force_splits = (D / 8) % 2 ? 3 : 0;
         for (int tries = 0; tries < 10000; tries++) {
-            const uint64_t state = kvt_rand_u64();
-            int built;
-            run_case(KVATTN_BACKEND_CPU, state, sweep_budget, &built);
-            if (!built) continue;
-            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, sweep_budget, &built);
+            if (!run_both(kvt_rand_u64(), sweep_budget, cuda, &cuda_skipped)) continue;
             swept++;
             break;
         }
@@ -514,11 +512,7 @@ int main(void) {
         g_force_nq = nq_many;
         g_force_splits = 0;
         for (int tries = 0; tries < 100; tries++) {
-            const uint64_t state = kvt_rand_u64();
-            int built;
-            run_case(KVATTN_BACKEND_CPU, state, 400000000, &built);
-            if (!built) continue;
-            if (cuda) cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, 400000000, &built);
+            if (!run_both(kvt_rand_u64(), 400000000, cuda, &cuda_skipped)) continue;
             many_built++;
             break;
         }

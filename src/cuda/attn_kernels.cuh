@@ -1454,11 +1454,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             return SWZ ? kv_smem_u32(sQ) + q_sw[kk & 3] + (kk >> 2) * 128
                        : kv_smem_u32(sQ + (wrow0 + (lane & 15)) * ROW + kk * 16 + (lane >> 4) * 8);
         };
-        uint32_t qf[DP <= 128 ? DK : 1][4];
-        if (DP <= 128 && !q_async) {
+        uint32_t qf[DP <= 128 ? DK : 1][4]; /* DP <= 128: Q's fragments held in registers for the whole item */
+        auto load_qf = [&]() {
+            if (DP <= 128) {
 #pragma unroll
-            for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
-        }
+                for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+            }
+        };
+        if (!q_async) load_qf();
 #pragma unroll
         for (int st = 0; st < NS - 1; st++) {
             if (st < n_kt) load_tile(st, st);
@@ -1467,10 +1470,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         if (q_async) { /* Q came with the first tile's group: every thread's copies of it, then the fragments */
             kv_cp_async_wait<NS - 2>();
             __syncthreads();
-            if (DP <= 128) {
-#pragma unroll
-                for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
-            }
+            load_qf();
         }
         /* WP: Q lives in K stage NS - 1 (rows 0 - 15: warp 0's), which warp 0 first writes at t = 0 */
         if (WP && !SM::Q_OWN) __syncthreads();
