@@ -845,6 +845,10 @@ int main(int argc, char **argv) {
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",
                                kn[k], t[k][7], t[k][5] / 1e3 / t[k][7], t[k][8] / 1e3 / t[k][7], t[k][9] / 1e3 / t[k][7],
                                t[k][6] / 1e3 / t[k][7]);
+                if (t[2][14]) /* SELF blocks: their plan's parts (attn_kernels.cuh), mean SM cycles per block */
+                    printf("  self plan (cycles): entry %.0f, cold pass %.0f, plan %.0f, to barrier %.0f;",
+                           t[2][10] / (double)t[2][14], t[2][11] / (double)t[2][14], t[2][12] / (double)t[2][14],
+                           t[2][13] / (double)t[2][14]);
                 if (t[0][12]) /* the split merges (piece_done): thread 0's time for the merge, and for the same
                                * again (built with -DKV_TL_MERGE_AGAIN; else ~0) */
                     printf("  merges: %llu, mean %.2f us, again %.2f us;", t[0][12], t[0][10] / 1e3 / t[0][12],

@@ -1926,6 +1926,9 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
      * items go through L1 (KV_DECODE_CA), like the q tile and the block-table entries: every grid that wrote
      * them (the append kernel, earlier calls) completed before this grid was launched. */
     KV_TL(DECODE ? 2 : 1, 0, Min);
+#ifdef KVATTN_TIMELINE
+    const long long tl_entry = clock64(); /* SELF: the plan's parts in SM cycles, decode slots 10 - 14 */
+#endif
     int32_t idx_base = 0; /* list index of the counter's first slot */
     int self = 0;         /* 1: the block's first item is list item blockIdx.x, written by the block itself */
     int32_t n = 0;        /* list items */
@@ -1939,9 +1942,24 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
          * or overflows, starts no item here. The item loop below is the one the other kernels run (two call
          * sites of kv_attn_item, or the item from smem, slowed every shape: attn_notes.md, thirteenth session). */
         __shared__ int s_self, s_self_n;
+#ifdef KVATTN_TIMELINE
+        long long tl_c0 = 0, tl_c1 = 0, tl_c2 = 0;
+#endif
         if (threadIdx.x < KV_LEAN_SEQS) {
             kv_lean_res r;
+#ifdef KVATTN_TIMELINE
+            tl_c0 = clock64();
+            if (kv_tl_twice) { /* dev: a first, cold pass of the same plan; the pass below then runs warm */
+                kv_lean_res r0;
+                kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r0);
+                kv_lean_sync();
+            }
+            tl_c1 = clock64();
+#endif
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
+#ifdef KVATTN_TIMELINE
+            tl_c2 = clock64();
+#endif
             const bool good = st && kv_lean_complete(r.ov, r.cut); /* the same for every caller */
             const int32_t i = blockIdx.x, n_mine = r.q.npieces * p.num_kv_heads;
             if (good && n_mine > 0 && i >= r.q.first && i < r.q.first + n_mine)
@@ -1952,6 +1970,13 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             }
         }
         __syncthreads(); /* (also orders the item's global store before the loop's load of it) */
+#ifdef KVATTN_TIMELINE
+        KV_TL_ADD(2, 10, tl_c0 - tl_entry);    /* entry to the plan */
+        KV_TL_ADD(2, 11, tl_c1 - tl_c0);       /* the cold pass (KVATTN_TL_TWICE), else ~0 */
+        KV_TL_ADD(2, 12, tl_c2 - tl_c1);       /* the plan */
+        KV_TL_ADD(2, 13, clock64() - tl_c2);   /* item store and the block barrier */
+        KV_TL_ADD(2, 14, 1);
+#endif
         if (s_self >= 0) {
             idx_base = gridDim.x;
             self = s_self;
