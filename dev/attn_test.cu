@@ -820,6 +820,7 @@ int main(int argc, char **argv) {
                 {
                     long long z[16] = {0};
                     CK(cudaMemcpyToSymbol(kv_tl_sc, z, sizeof z));
+                    CK(cudaMemcpyToSymbol(kv_tl_plan, z, sizeof(unsigned long long) * 8));
                 }
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
@@ -849,6 +850,14 @@ int main(int argc, char **argv) {
                     printf("  self plan (cycles): entry %.0f, cold pass %.0f, plan %.0f, to barrier %.0f;",
                            t[2][10] / (double)t[2][14], t[2][11] / (double)t[2][14], t[2][12] / (double)t[2][14],
                            t[2][13] / (double)t[2][14]);
+                if (t[2][14]) { /* kv_lean_plan's sections in SELF blocks (attn_kernels.cuh, KV_LEAN_STAMP) */
+                    unsigned long long pl[8];
+                    CK(cudaMemcpyFromSymbol(pl, kv_tl_plan, sizeof pl));
+                    const double nb = (double)t[2][14];
+                    printf("  plan sections (cycles): start %.0f, loads+x1 %.0f, split+x2 %.0f, rank+scans+x3 %.0f, "
+                           "totals+x4 %.0f, after %.0f;", pl[5] / nb, pl[0] / nb, pl[1] / nb, pl[2] / nb, pl[3] / nb,
+                           pl[4] / nb);
+                }
                 if (t[0][12]) /* the split merges (piece_done): thread 0's time for the merge, and for the same
                                * again (built with -DKV_TL_MERGE_AGAIN; else ~0) */
                     printf("  merges: %llu, mean %.2f us, again %.2f us;", t[0][12], t[0][10] / 1e3 / t[0][12],

@@ -530,11 +530,19 @@ static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps
 }
 /* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
  * tile (the general passes plan the batch), else 1 with *r filled. */
+#ifdef KVATTN_TIMELINE /* dev: thread 0's clock64 after each exchange into tlc[0..5] (SELF blocks, attn_test timeline) */
+#define KV_LEAN_STAMP(k) do { if (tlc && threadIdx.x == 0) tlc[k] = clock64(); } while (0)
+#define KV_LEAN_TLC , long long *tlc = nullptr
+#else
+#define KV_LEAN_STAMP(k) do { } while (0)
+#define KV_LEAN_TLC
+#endif
 static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
-                                                   kv_lean_res &r) {
+                                                   kv_lean_res &r KV_LEAN_TLC) {
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int b = tid;
+    KV_LEAN_STAMP(0);
     kv_seq sq = {};
     int fl = 0;
     if (b < B) { /* every read before any branch on them */
@@ -556,6 +564,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         sm.x[0][w] = (int32_t)bits;
     }
     kv_lean_sync();
+    KV_LEAN_STAMP(1);
     unsigned any = 0;
     work = 0;
 #pragma unroll
@@ -592,6 +601,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     sm.key[tid] = key;
     sm.cnt[tid] = n;
     kv_lean_sync();
+    KV_LEAN_STAMP(2);
     const int nb = (B + 31) & ~31; /* the entries written (a warp's b >= B: key max, count 0) */
     int32_t first = 0;
 #pragma unroll 4
@@ -606,6 +616,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         sm.x[2][w] = ic;
     }
     kv_lean_sync();
+    KV_LEAN_STAMP(3);
     int32_t total_comb = 0;
 #pragma unroll
     for (int k = 0; k < KV_LEAN_WARPS; k++) {
@@ -638,6 +649,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         sm.x[5][w] = ov;
     }
     kv_lean_sync();
+    KV_LEAN_STAMP(4);
     r.total = 0;
     r.cut = 0x7fffffff;
     r.ov = 0;
@@ -1956,9 +1968,16 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             }
             tl_c1 = clock64();
 #endif
-            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
 #ifdef KVATTN_TIMELINE
+            long long tlc[5];
+            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r, tlc);
             tl_c2 = clock64();
+            if (threadIdx.x == 0)
+                for (int k = 1; k < 5; k++) atomicAdd(&kv_tl_plan[k - 1], (unsigned long long)(tlc[k] - tlc[k - 1]));
+            if (threadIdx.x == 0) atomicAdd(&kv_tl_plan[4], (unsigned long long)(tl_c2 - tlc[4]));
+            if (threadIdx.x == 0) atomicAdd(&kv_tl_plan[5], (unsigned long long)(tlc[0] - tl_c1));
+#else
+            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
 #endif
             const bool good = st && kv_lean_complete(r.ov, r.cut); /* the same for every caller */
             const int32_t i = blockIdx.x, n_mine = r.q.npieces * p.num_kv_heads;
