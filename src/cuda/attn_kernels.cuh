@@ -528,15 +528,15 @@ static __device__ __forceinline__ bool kv_lean_complete(int ov, int32_t cut) { r
 static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps only */
     asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory");
 }
-/* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
- * tile (the general passes plan the batch), else 1 with *r filled. */
-#ifdef KVATTN_TIMELINE /* dev: thread 0's clock64 after each exchange into tlc[0..5] (SELF blocks, attn_test timeline) */
+#ifdef KVATTN_TIMELINE /* dev: thread 0's clock64 at the start and after each exchange into tlc[0..4] (SELF blocks) */
 #define KV_LEAN_STAMP(k) do { if (tlc && threadIdx.x == 0) tlc[k] = clock64(); } while (0)
 #define KV_LEAN_TLC , long long *tlc = nullptr
 #else
 #define KV_LEAN_STAMP(k) do { } while (0)
 #define KV_LEAN_TLC
 #endif
+/* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
+ * tile (the general passes plan the batch), else 1 with *r filled. */
 static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
                                                    kv_lean_res &r KV_LEAN_TLC) {
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
@@ -1967,15 +1967,14 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 kv_lean_sync();
             }
             tl_c1 = clock64();
-#endif
-#ifdef KVATTN_TIMELINE
-            long long tlc[5];
+            long long tlc[5]; /* the plan's sections (kv_tl_plan: [0..3] exchanges 1 - 4, [4] the return, [5] its start) */
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r, tlc);
             tl_c2 = clock64();
-            if (threadIdx.x == 0)
+            if (threadIdx.x == 0) {
                 for (int k = 1; k < 5; k++) atomicAdd(&kv_tl_plan[k - 1], (unsigned long long)(tlc[k] - tlc[k - 1]));
-            if (threadIdx.x == 0) atomicAdd(&kv_tl_plan[4], (unsigned long long)(tl_c2 - tlc[4]));
-            if (threadIdx.x == 0) atomicAdd(&kv_tl_plan[5], (unsigned long long)(tlc[0] - tl_c1));
+                atomicAdd(&kv_tl_plan[4], (unsigned long long)(tl_c2 - tlc[4]));
+                atomicAdd(&kv_tl_plan[5], (unsigned long long)(tlc[0] - tl_c1));
+            }
 #else
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
 #endif
