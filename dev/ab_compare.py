@@ -3,6 +3,8 @@
 
     python3 dev/ab_compare.py [--mean] DIR base tag1 [tag2 ...]
 
+A tag must not be another tag followed by digits (v6 and v64: v641.txt would read as v6's round 641).
+
 Per row (decode shapes and layouts, the inflight step, prefill): the median over rounds (--mean: the mean) of the
 isolated and back-to-back times of each build, and each build's change against the base. The last lines give the
 mean change over the attention rows, and the same over the "plain read" rows: the plain read is the same kernel in
