@@ -846,14 +846,13 @@ int main(int argc, char **argv) {
                         printf("  %s: %llu items, mean start-up %.2f us (setup %.2f, issued %.2f), mean item %.2f us;",
                                kn[k], t[k][7], t[k][5] / 1e3 / t[k][7], t[k][8] / 1e3 / t[k][7], t[k][9] / 1e3 / t[k][7],
                                t[k][6] / 1e3 / t[k][7]);
-                if (t[2][14]) /* SELF blocks: their plan's parts (attn_kernels.cuh), mean SM cycles per block */
+                if (t[2][14]) { /* SELF blocks: their plan's parts and kv_lean_plan's sections (KV_LEAN_STAMP,
+                                  * attn_kernels.cuh), mean SM cycles per block */
+                    const double nb = (double)t[2][14];
                     printf("  self plan (cycles): entry %.0f, cold pass %.0f, plan %.0f, to barrier %.0f;",
-                           t[2][10] / (double)t[2][14], t[2][11] / (double)t[2][14], t[2][12] / (double)t[2][14],
-                           t[2][13] / (double)t[2][14]);
-                if (t[2][14]) { /* kv_lean_plan's sections in SELF blocks (attn_kernels.cuh, KV_LEAN_STAMP) */
+                           t[2][10] / nb, t[2][11] / nb, t[2][12] / nb, t[2][13] / nb);
                     unsigned long long pl[8];
                     CK(cudaMemcpyFromSymbol(pl, kv_tl_plan, sizeof pl));
-                    const double nb = (double)t[2][14];
                     printf("  plan sections (cycles): start %.0f, loads+x1 %.0f, split+x2 %.0f, rank+scans+x3 %.0f, "
                            "totals+x4 %.0f, after %.0f;", pl[5] / nb, pl[0] / nb, pl[1] / nb, pl[2] / nb, pl[3] / nb,
                            pl[4] / nb);
