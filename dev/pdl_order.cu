@@ -6,14 +6,18 @@
  * DECISIONS.md). If such a kernel could complete, and so release the stream, before its predecessor, the caller's
  * next kernel (or a copy of `out`) could run before the attention finished. This harness builds that pattern
  * with a slow predecessor and checks what the stream's next operations see:
- *   K1: one block, triggers its dependents at once, spins SPIN_US, then stores flag = 1 (the result).
- *   K2: launched with PDL after K1, exits at once without griddepcontrol.wait (as kvattn's last kernel).
+ *   K1: one block, triggers its dependents at once, spins `spin` us, then stores flag = 1 (the result).
+ *   K2: launched with PDL after K1, never calls griddepcontrol.wait (as kvattn's last kernel); it records whether
+ *       K1's flag was still 0 when it ran ("K2 ran before K1 ended": the overlap the check needs).
  *   then, per repetition, one of:
- *     a) a plain kernel K3 that reads the flag;
+ *     a) a plain kernel K3 in the same stream that reads the flag;
  *     b) a K3 launched with PDL that calls griddepcontrol.wait first, then reads the flag;
- *     c) cudaMemcpyAsync of the flag to pinned host memory;
- *     d) cudaEventRecord + cudaEventSynchronize, then the host reads the flag through a mapped pointer.
- * A "violation" is a read that saw 0. Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a dev/pdl_order.cu */
+ *     c) cudaMemcpyAsync of the flag to pinned host memory, same stream;
+ *     d) cudaEventRecord + cudaEventSynchronize, then the host reads the flag (in mapped host memory);
+ *     e) the same event sync, then a copy of the (device) flag on a second stream;
+ *     f) a second stream waits on the event, then its kernel reads the flag.
+ * A violation is a read that saw 0. Usage: pdl_order [reps (200)] [spin us (200)].
+ * Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a dev/pdl_order.cu -o pdl_order (sm_90 or newer). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,30 +50,27 @@ __global__ void k3_read(const volatile int *flag, int *seen, int pdl_wait) {
     *seen = *flag;
 }
 
-static cudaError_t launch(void (*k)(int *), int pdl, cudaStream_t s, int *arg) {
+/* One block of `threads`, with the PDL attribute when pdl is set; `at` holds the attribute */
+static cudaLaunchConfig_t config(unsigned threads, int pdl, cudaStream_t s, cudaLaunchAttribute *at) {
     cudaLaunchConfig_t cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(32);
+    cfg.blockDim = dim3(threads);
     cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    at->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at->val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k, arg);
+    return cfg;
+}
+static cudaError_t launch2(cudaStream_t s, int *arg) {
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = config(32, 1, s, &at);
+    return cudaLaunchKernelEx(&cfg, k2_nowait, arg);
 }
 static cudaError_t launch3(int pdl, cudaStream_t s, const int *flag, int *seen) {
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(1);
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute at;
+    const cudaLaunchConfig_t cfg = config(1, pdl, s, &at);
     return cudaLaunchKernelEx(&cfg, k3_read, (const volatile int *)flag, seen, pdl);
 }
 
@@ -101,7 +102,7 @@ int main(int argc, char **argv) {
             CK(cudaStreamSynchronize(s));
             k1_slow<<<1, 32, 0, s>>>(fl, spin_ns);
             CK(cudaGetLastError());
-            CK(launch(k2_nowait, 1, s, fl - 1));
+            CK(launch2(s, fl - 1));
             int got = -1;
             if (mode == 0 || mode == 1) {
                 CK(launch3(mode == 1, s, fl, seen));
