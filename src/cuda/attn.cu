@@ -438,6 +438,14 @@ int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_c
 
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,
                             size_t attn_ws_bytes, const kv_device_info *dev, int fused_check, cudaStream_t stream) {
+#if KV_DEV_PLAN_DELAY /* dev builds only (attn_kernels.cuh): the lean plan's spin, from KVATTN_DEV_PLAN_DELAY, once */
+    static int delay_set;
+    if (!delay_set) {
+        const int d = getenv("KVATTN_DEV_PLAN_DELAY") ? atoi(getenv("KVATTN_DEV_PLAN_DELAY")) : 0;
+        KV_CUDA_CHECK_RET(cudaMemcpyToSymbol(kv_dev_plan_delay, &d, sizeof d));
+        delay_set = 1;
+    }
+#endif
     attn_plan pl;
     bool fast = false;
     if (p->batch > 0 && kv_attn_supported(p) == KVATTN_OK) {

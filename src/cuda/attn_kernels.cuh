@@ -528,25 +528,17 @@ static __device__ __forceinline__ bool kv_lean_complete(int ov, int32_t cut) { r
 static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps only */
     asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory");
 }
-/* Dev knobs (attn_notes.md, twenty-third session), both off by default (the library's SASS is then unchanged):
- * KV_DEV_PLAN_CALL 1 compiles the lean plan as a called function and the two kernels that run it with
- * __grid_constant__ parameters (so the call takes their address without a copy to local memory), so that a change
- * inside the plan leaves the kernels' own code, the tile loop included, as it is; KV_DEV_PLAN_DELAY n (with it) adds
- * a spin of n SM cycles at the plan's end, to measure how a call's time follows the plan's. */
-#ifndef KV_DEV_PLAN_CALL
-#define KV_DEV_PLAN_CALL 0
-#endif
+/* Dev knob (attn_notes.md, twenty-third session), off by default (the library's SASS is then unchanged): with
+ * KV_DEV_PLAN_DELAY 1 every lean plan ends with a spin of kv_dev_plan_delay SM cycles, a value the harness sets at run
+ * time (dev/attn_test.cu, KVATTN_DEV_PLAN_DELAY), so that one binary, whose kernels are the same code whatever the
+ * delay, measures how a call's time follows its plan's. (A compile-time delay, or the plan as a called function, moved
+ * the tile loop's SASS: a change of the plan's code alone cannot be timed apart from that.) */
 #ifndef KV_DEV_PLAN_DELAY
 #define KV_DEV_PLAN_DELAY 0
 #endif
-#if KV_DEV_PLAN_CALL
-#define KV_LEAN_PLAN_FN __noinline__
-#define KV_PARAM_CONST const __grid_constant__
-#else
-#define KV_LEAN_PLAN_FN __forceinline__
-#define KV_PARAM_CONST
+#if KV_DEV_PLAN_DELAY
+__device__ int kv_dev_plan_delay;
 #endif
-static_assert(KV_DEV_PLAN_DELAY == 0 || KV_DEV_PLAN_CALL, "KV_DEV_PLAN_DELAY needs KV_DEV_PLAN_CALL");
 #ifdef KVATTN_TIMELINE /* dev: thread 0's clock64 at the start and after each exchange into tlc[0..4] (SELF blocks) */
 #define KV_LEAN_STAMP(k) do { if (tlc && threadIdx.x == 0) tlc[k] = clock64(); } while (0)
 #define KV_LEAN_TLC , long long *tlc = nullptr
@@ -556,12 +548,15 @@ static_assert(KV_DEV_PLAN_DELAY == 0 || KV_DEV_PLAN_CALL, "KV_DEV_PLAN_DELAY nee
 #endif
 /* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
  * tile (the general passes plan the batch), else 1 with *r filled. */
-static __device__ KV_LEAN_PLAN_FN int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
+static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
                                                    kv_lean_res &r KV_LEAN_TLC) {
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int b = tid;
     KV_LEAN_STAMP(0);
+#if KV_DEV_PLAN_DELAY
+    const int dev_delay = kv_dev_plan_delay; /* (its load overlaps the plan's own) */
+#endif
     kv_seq sq = {};
     int fl = 0;
     if (b < B) { /* every read before any branch on them */
@@ -679,8 +674,8 @@ static __device__ KV_LEAN_PLAN_FN int kv_lean_plan(const kvattn_params &p, const
         r.ov |= sm.x[5][k];
     }
     r.total_comb = total_comb;
-#if KV_DEV_PLAN_DELAY > 0
-    for (const long long t0 = clock64(); clock64() - t0 < KV_DEV_PLAN_DELAY;) {
+#if KV_DEV_PLAN_DELAY
+    for (const long long t0 = clock64(); clock64() - t0 < dev_delay;) {
     }
 #endif
     return 1;
@@ -706,8 +701,7 @@ static __device__ KV_LEAN_PLAN_FN int kv_lean_plan(const kvattn_params &p, const
  * alone, the lists are released on items_ready (the decode kernel starts on it), then the page-slot pass and the
  * finalize step run, the prefill items of failed sequences are emptied, and sched_done is released. */
 template <bool LEAN>
-__global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(KV_PARAM_CONST kvattn_params p,
-                                                                             KV_PARAM_CONST kv_attn_args a) {
+__global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
     __shared__ int32_t s_items, s_pitems, s_combine, s_part, s_overflow, s_total;
@@ -1946,7 +1940,7 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
  * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
  * path gets its own register allocation. */
 template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false>
-__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(KV_PARAM_CONST kvattn_params p, KV_PARAM_CONST kv_attn_args a) {
+__global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     static_assert(DECODE || !EARLY, "early start: decode kernel only");
     static_assert(EARLY || !SELF, "the first item from the lean plan: early start only");
     extern __shared__ __align__(128) unsigned char kv_smem_raw[]; /* (swizzled stages: 128-byte aligned rows) */
