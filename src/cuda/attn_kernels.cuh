@@ -529,9 +529,9 @@ static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps
     asm volatile("bar.sync 1, %0;" ::"n"(KV_LEAN_SEQS) : "memory");
 }
 /* Dev knob (attn_notes.md, twenty-third session), off by default (the library's SASS is then unchanged): with
- * KV_DEV_PLAN_DELAY 1 every lean plan ends with a spin of kv_dev_plan_delay SM cycles, a value the harness sets at run
- * time (dev/attn_test.cu, KVATTN_DEV_PLAN_DELAY), so that one binary, whose kernels are the same code whatever the
- * delay, measures how a call's time follows its plan's. (A compile-time delay, or the plan as a called function, moved
+ * KV_DEV_PLAN_DELAY 1 every lean plan ends with a spin of kv_dev_plan_delay SM cycles, a value the host sets once at
+ * run time from KVATTN_DEV_PLAN_DELAY (attn.cu, kv_attn_launch_prologue; bench_cuda and dev/attn_test alike), so that
+ * one binary, whose kernels are the same code whatever the delay, measures how a call's time follows its plan's. (A compile-time delay, or the plan as a called function, moved
  * the tile loop's SASS: a change of the plan's code alone cannot be timed apart from that.) */
 #ifndef KV_DEV_PLAN_DELAY
 #define KV_DEV_PLAN_DELAY 0
