@@ -861,6 +861,12 @@ int main(int argc, char **argv) {
                                * again (built with -DKV_TL_MERGE_AGAIN; else ~0) */
                     printf("  merges: %llu, mean %.2f us, again %.2f us;", t[0][12], t[0][10] / 1e3 / t[0][12],
                            t[0][11] / 1e3 / t[0][12]);
+                if (t[0][8]) /* thread 0's merge in SM cycles (kv_combine_task): start to its lse, to its stores, the rest */
+                    printf("  merge parts (cycles): to lse %.0f, to stores %.0f, stores and end %.0f;",
+                           t[0][5] / (double)t[0][8], t[0][6] / (double)t[0][8], t[0][7] / (double)t[0][8]);
+                if (t[0][15]) /* the merging pieces: from the item's end to the merge's end (count, loads, merge) */
+                    printf("  merging pieces: %llu, item end to merge end mean %.2f us;", t[0][15],
+                           t[0][13] / 1e3 / t[0][15]);
                 if (t[1][7] && t[1][12])
                     printf("\n    sm90 per item (cycles): pipeline %.0f = copy waits %.0f + product waits %.0f + rest; "
                            "epilogue %.0f; loop-to-end %.0f; tiles %.2f", t[1][13] / (double)t[1][7],

@@ -502,14 +502,16 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
  * have one decode tile (packed rows <= KV_DECODE_ROWS) is planned by the first KV_LEAN_WARPS warps of a block,
  * thread b for sequence b: the per-sequence checks, the work and chunk, the tile's pieces by kv_sched_split (the
  * general passes' split, so the same pieces), the list order (descending piece length, then sequence) by a rank
- * over the batch, partial rows and combine tasks by scans. Warp reductions and four exchanges between the warps
+ * over the batch, partial rows and combine tasks by scans. Warp reductions and three exchanges between the warps
  * (named barrier 1); no block barrier. The scheduler writes its items from it (kv_attn_schedule_kernel), and the
  * early decode kernel computes the same plan to start its first item before the lists are out (kv_attn_kernel):
  * a function of the lengths alone, so both get the same items in the same order. The general passes take ~18
  * kcycles before the lists are out even for 8 sequences, the scheduler's lean path ~13 (8x8192); an unrolled first
  * form of it grew the scheduler by half and slowed the general passes of every other call by 5 - 8 us, hence the
- * template (attn_notes.md, eleventh and thirteenth sessions). */
-struct kv_lean_smem { /* scratch */
+ * template (attn_notes.md, eleventh and thirteenth sessions). v67 (twenty-fourth session): a sequence's reads in one
+ * round trip (kv_check_seq_get), the rank over B entries, three exchanges instead of four: ~1250 SM cycles (~0.6 us)
+ * less per block, measured -0.4 to -0.8% back to back at 8x8192 (attn_notes.md). */
+struct __align__(16) kv_lean_smem { /* scratch (key and cnt read as int4 by the rank) */
     unsigned long long work[KV_LEAN_WARPS];
     int32_t key[KV_LEAN_SEQS], cnt[KV_LEAN_SEQS];
     int32_t x[6][KV_LEAN_WARPS];
@@ -559,10 +561,9 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
 #endif
     kv_seq sq = {};
     int fl = 0;
-    if (b < B) { /* every read before any branch on them */
+    if (b < B) { /* every read before any branch on them (one round trip: kv_check_seq_get) */
         int32_t lo, hi;
-        fl = kv_check_seq(p, b, &lo, &hi);
-        sq = kv_seq_get(&p, b);
+        fl = kv_check_seq_get(p, b, &sq, &lo, &hi);
     }
     /* exchange 1: bad cu_seqlens anywhere (then no sequence has work), a prefill tile anywhere, the work */
     const bool ok0 = b < B && fl == 0;
@@ -616,63 +617,71 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     sm.cnt[tid] = n;
     kv_lean_sync();
     KV_LEAN_STAMP(2);
-    const int nb = (B + 31) & ~31; /* the entries written (a warp's b >= B: key max, count 0) */
+    /* the rank: the items of the tiles with a smaller key. Entries b >= B (key max, count 0; every caller's thread
+     * wrote its entry) add nothing, so four at a time up to B rounded up to 4 (the loop over all 32 / 64 entries
+     * took ~1000 / 1800 cycles per block: attn_notes.md, twenty-second session) */
+    static_assert(KV_LEAN_SEQS % 4 == 0, "the rank reads int4");
+    static_assert(offsetof(kv_lean_smem, key) % 16 == 0 && offsetof(kv_lean_smem, cnt) % 16 == 0, "int4 rank reads");
+    const int nb4 = (min(B, KV_LEAN_SEQS) + 3) >> 2;
+    const int4 *key4 = (const int4 *)sm.key, *cnt4 = (const int4 *)sm.cnt;
     int32_t first = 0;
-#pragma unroll 4
-    for (int o = 0; o < nb; o++) first += sm.key[o] < key ? sm.cnt[o] : 0;
+#pragma unroll 2
+    for (int o = 0; o < nb4; o++) {
+        const int4 k4 = key4[o], c4 = cnt4[o];
+        first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+    }
     const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
     const bool split = fits && q.npieces > 1;
     const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
     int32_t ip = kv_warp_incl_scan(cp, lane), ic = kv_warp_incl_scan(cc, lane);
-    /* exchange 3: the warps' partial-row and combine totals, for the scans across warps */
+    /* the warp's items, first range that did not fit (never hand out unwritten slots) and overflow of the list */
+    int32_t total = n, cut = n > 0 && !fits ? first : 0x7fffffff;
+    int ov2 = n > 0 && !fits ? 2 : 0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        total += __shfl_xor_sync(0xffffffffu, total, o);
+        cut = min(cut, __shfl_xor_sync(0xffffffffu, cut, o));
+        ov2 |= __shfl_xor_sync(0xffffffffu, ov2, o);
+    }
+    /* exchange 3, the last: the warps' partial-row and combine totals (for the scans across warps) and the above
+     * (until v67, twenty-fourth session: a fourth exchange carried the items, the cut and the overflow bits) */
     if (lane == 31) {
         sm.x[1][w] = ip;
         sm.x[2][w] = ic;
+        sm.x[3][w] = total;
+        sm.x[4][w] = cut;
+        sm.x[5][w] = ov2;
     }
     kv_lean_sync();
     KV_LEAN_STAMP(3);
     int32_t total_comb = 0;
+    int64_t total_part = 0;
+    r.total = 0;
+    r.cut = 0x7fffffff;
+    r.ov = 0;
 #pragma unroll
     for (int k = 0; k < KV_LEAN_WARPS; k++) {
         if (k < w) {
             ip += sm.x[1][k];
             ic += sm.x[2][k];
         }
+        total_part += sm.x[1][k];
         total_comb += sm.x[2][k];
-    }
-    int ov = n > 0 && !fits ? 2 : 0;
-    if (split && (int64_t)ip <= a.max_part_rows && (int64_t)ic <= a.max_combine) {
-        q.part_base = ip - cp;
-        q.comb0 = ic - cc;
-    } else if (split) {
-        ov |= 1; /* cannot happen when the bounds are right: piece 0 does it all */
-    }
-    q.first = first;
-    if (!fits) q.npieces = 0; /* no items written */
-    /* exchange 4: items, the first range that did not fit (never hand out unwritten slots), overflow */
-    int32_t total = n, cut = n > 0 && !fits ? first : 0x7fffffff;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        total += __shfl_xor_sync(0xffffffffu, total, o);
-        cut = min(cut, __shfl_xor_sync(0xffffffffu, cut, o));
-        ov |= __shfl_xor_sync(0xffffffffu, ov, o);
-    }
-    if (lane == 0) {
-        sm.x[3][w] = total;
-        sm.x[4][w] = cut;
-        sm.x[5][w] = ov;
-    }
-    kv_lean_sync();
-    KV_LEAN_STAMP(4);
-    r.total = 0;
-    r.cut = 0x7fffffff;
-    r.ov = 0;
-#pragma unroll
-    for (int k = 0; k < KV_LEAN_WARPS; k++) {
         r.total += sm.x[3][k];
         r.cut = min(r.cut, sm.x[4][k]);
         r.ov |= sm.x[5][k];
     }
+    if (split && (int64_t)ip <= a.max_part_rows && (int64_t)ic <= a.max_combine) {
+        q.part_base = ip - cp;
+        q.comb0 = ic - cc;
+    }
+    /* bit 1: a split tile found no partial rows or combine tasks (cannot happen when the bounds are right: then
+     * piece 0 does it all). A split tile's inclusive scans are at most the totals, and the last split tile's are
+     * the totals (the other tiles add nothing), so some split tile overflowed exactly when a total is past its bound. */
+    if (total_part > a.max_part_rows || (int64_t)total_comb > a.max_combine) r.ov |= 1;
+    q.first = first;
+    if (!fits) q.npieces = 0; /* no items written */
+    KV_LEAN_STAMP(4);
     r.total_comb = total_comb;
 #if KV_DEV_PLAN_DELAY
     for (const long long t0 = clock64(); clock64() - t0 < dev_delay;) {
@@ -1812,6 +1821,9 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     T *og = (T *)p.out;
     const kv_seq s = kv_seq_get(&p, cb.b);
     const int ns = cb.nsplit;
+#ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles: to its lse, to its first stores, to the end (kv_tl[0][5..8]) */
+    long long tl_a = clock64(), tl_b = 0, tl_c = 0;
+#endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
         const float first = lane < ns ? __ldcg(lse_s + (int64_t)lane * cb.nrows) : -CUDART_INF_F;
@@ -1832,6 +1844,9 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
         const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
+#ifdef KVATTN_TIMELINE
+        if (threadIdx.x == 0 && tl_b == 0) tl_b = __float_as_int(lse) != 0x7fc00001 ? clock64() : 1;
+#endif
         const int32_t r = cb.row0 + rr;
         const int64_t oo =
             kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
@@ -1873,6 +1888,9 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
                     v.w += w * x.w;
                 }
             }
+#ifdef KVATTN_TIMELINE
+            if (threadIdx.x == 0 && tl_c == 0) tl_c = __float_as_int(v.x) != 0x7fc00001 ? clock64() : 1;
+#endif
             if (c0 < D) { /* D is a multiple of 8: all four channels exist */
                 T q4[4];
                 kv_from_float(&q4[0], v.x);
@@ -1885,6 +1903,15 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         }
         if (lane == 0) kv_store_lse(p, cb.b, s, G, cb.kv_head, r, lse);
     }
+#ifdef KVATTN_TIMELINE
+    if (threadIdx.x == 0 && tl_c) {
+        const long long tl_d = clock64();
+        atomicAdd(&kv_tl[0][5], (unsigned long long)(tl_b - tl_a));
+        atomicAdd(&kv_tl[0][6], (unsigned long long)(tl_c - tl_b));
+        atomicAdd(&kv_tl[0][7], (unsigned long long)(tl_d - tl_c));
+        atomicAdd(&kv_tl[0][8], 1ull);
+    }
+#endif
 }
 
 /* After a block wrote the partial rows of a split piece: count the piece, and if it was the task's last,
@@ -2071,6 +2098,8 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         (void)t_item;
         kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
+        const unsigned long long t_end = KV_TL_NOW();
+        (void)t_end;
         if (self) { /* the lists, for the combine and the next items: thread 0 acquires them (the barrier of the
                      * piece's count or the loop's passes that on) and reads n in the count's round trip */
             if (threadIdx.x == 0) {
@@ -2081,8 +2110,13 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             fresh_n = true;
             self = 0;
         }
-        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40)))
+        if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40))) {
             kv_attn_piece_done<T, EARLY, kv_combine_few(DECODE, DP)>(p, a, it.comb, it.b, &s_flag);
+            if (s_flag) {
+                KV_TL_ADD(0, 13, KV_TL_NOW() - t_end);
+                KV_TL_ADD(0, 15, 1);
+            }
+        }
         KV_TL_ADD(DECODE ? 2 : 1, 6, KV_TL_NOW() - t_item);
         KV_TL_ADD(DECODE ? 2 : 1, 7, 1);
 #ifdef KVATTN_TIMELINE

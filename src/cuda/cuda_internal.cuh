@@ -143,26 +143,44 @@ int kv_attn_prepare(const kvattn_params *p, const kv_device_info *dev, size_t at
 int kv_attn_supported(const kvattn_params *p);
 
 #ifdef __CUDACC__
+/* A word of zeros in global memory: what kv_check_seq_get reads where an optional array is absent. */
+static __device__ const int32_t kv_zero_words[2] = {0, 0};
 /* Every data-dependent check of SPEC step 1 on sequence b except the page indices themselves: returns its
  * KVATTN_FLAG_* bits (0 = ok) and the page slots [*slot_lo, *slot_hi] whose indices must be checked (lo > hi:
  * none). cu_seqlens are checked locally (0 <= cu[b] <= cu[b+1] <= total, cu[0] = 0); the finalize step turns
  * a local failure anywhere into a batch-wide one, because a broken cu_seqlens array leaves the row partition
  * itself undefined. Slots are only given when the positions fit the capacity, so they are < max_pages_per_seq.
- * Used by the check kernel (backend.cu) and by the scheduler when it runs the checks itself (attn.cu). */
-static __device__ __forceinline__ int kv_check_rows(const int32_t *cu, int b, int32_t total) {
-    const int32_t lo = cu[b], hi = cu[b + 1];
-    return lo < 0 || hi < lo || hi > total || (b == 0 && lo != 0);
-}
-static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b, int32_t *slot_lo, int32_t *slot_hi) {
-    /* No branch on a loaded value before the last load: all of this sequence's reads go out together (one memory
-     * round trip; returning early on bad cu_seqlens made it two, and four for the scheduler's two sequences per
-     * thread). With bad cu_seqlens the other values are read (in bounds: index b < B) but not used. */
+ * Used by the check kernel (backend.cu) and by the scheduler when it runs the checks itself (attn.cu).
+ * kv_check_seq_get also gives the sequence's lengths (*out, as kv_seq_get in internal.h). Every read of sequence b
+ * is issued before any value is used: an absent optional array is read as kv_zero_words (an address select, not a
+ * branch), so the reads form one basic block and one memory round trip. (kv_check_seq, then kv_seq_get, written
+ * with branches on the optional arrays: the compiler made six dependent round trips of them at the start of every
+ * self-starting decode block; attn_notes.md, twenty-second session.) With bad cu_seqlens the other values are
+ * read (in bounds: index b < B) but not used. */
+static __device__ __forceinline__ int kv_check_seq_get(const kvattn_params &p, int b, kv_seq *out, int32_t *slot_lo,
+                                                       int32_t *slot_hi) {
+    const bool q_var = p.cu_seqlens_q != NULL, k_var = p.k_new && p.cu_seqlens_knew;
+    const bool has_row = !p.block_table && p.cache_batch_idx;
+    const int32_t *cq = q_var ? p.cu_seqlens_q + b : kv_zero_words;
+    const int32_t *ck = k_var ? p.cu_seqlens_knew + b : kv_zero_words;
+    const int32_t *cs = p.cache_seqlens ? p.cache_seqlens + b : kv_zero_words;
+    const int32_t *cl = p.cache_leftpad ? p.cache_leftpad + b : kv_zero_words;
+    const int32_t *ci = has_row ? p.cache_batch_idx + b : kv_zero_words;
+    const int32_t q0 = cq[0], q1 = cq[1], k0 = ck[0], k1 = ck[1], S = cs[0], L = cl[0], row_b = ci[0];
+    kv_seq s; /* as kv_seq_get */
+    s.q_row0 = q_var ? q0 : b * p.seqlen_q;
+    s.n_q = q_var ? q1 - q0 : p.seqlen_q;
+    s.new_row0 = !p.k_new ? 0 : k_var ? k0 : b * p.seqlen_knew;
+    s.n_new = !p.k_new ? 0 : k_var ? k1 - k0 : p.seqlen_knew;
+    s.S = S;
+    s.L = L;
+    s.C = p.block_table ? p.max_pages_per_seq * p.page_size : p.cache_capacity;
+    *out = s;
     int cu_flags = 0;
-    if (p.cu_seqlens_q && kv_check_rows(p.cu_seqlens_q, b, p.total_q)) cu_flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
-    if (p.k_new && p.cu_seqlens_knew && kv_check_rows(p.cu_seqlens_knew, b, p.total_knew))
+    if (q_var && (q0 < 0 || q1 < q0 || q1 > p.total_q || (b == 0 && q0 != 0))) cu_flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
+    if (k_var && (k0 < 0 || k1 < k0 || k1 > p.total_knew || (b == 0 && k0 != 0)))
         cu_flags |= KVATTN_FLAG_BAD_CU_SEQLENS;
-    const kv_seq s = kv_seq_get(&p, b);
-    const int32_t row = !p.block_table && p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    const int32_t row = has_row ? row_b : b;
     const int64_t end = (int64_t)s.S + s.n_new; /* one past the last position written and attended */
     int flags = 0;
     if (s.S < 0 || s.L < 0 || s.L > s.S) flags |= KVATTN_FLAG_BAD_LEFTPAD;
@@ -176,6 +194,10 @@ static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b
     *slot_lo = slots ? s.L / ps : 0;
     *slot_hi = slots ? (int32_t)(end - 1) / ps : -1;
     return cu_flags ? cu_flags : flags;
+}
+static __device__ __forceinline__ int kv_check_seq(const kvattn_params &p, int b, int32_t *slot_lo, int32_t *slot_hi) {
+    kv_seq s;
+    return kv_check_seq_get(p, b, &s, slot_lo, slot_hi);
 }
 #endif
 
