@@ -862,8 +862,9 @@ int main(int argc, char **argv) {
                     printf("  merges: %llu, mean %.2f us, again %.2f us;", t[0][12], t[0][10] / 1e3 / t[0][12],
                            t[0][11] / 1e3 / t[0][12]);
                 if (t[0][8]) /* thread 0's merge in SM cycles (kv_combine_task): start to its lse, to its stores, the rest */
-                    printf("  merge parts (cycles): to lse %.0f, to stores %.0f, stores and end %.0f;",
-                           t[0][5] / (double)t[0][8], t[0][6] / (double)t[0][8], t[0][7] / (double)t[0][8]);
+                    printf("  merge parts (cycles): to lse %.0f, to stores %.0f (partials in after the lse %.0f), stores and "
+                           "end %.0f;", t[0][5] / (double)t[0][8], t[0][6] / (double)t[0][8], t[0][9] / (double)t[0][8],
+                           t[0][7] / (double)t[0][8]);
                 if (t[0][15]) /* the merging pieces: from the item's end to the merge's end (count, loads, merge) */
                     printf("  merging pieces: %llu, item end to merge end mean %.2f us;", t[0][15],
                            t[0][13] / 1e3 / t[0][15]);

@@ -1822,7 +1822,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     const kv_seq s = kv_seq_get(&p, cb.b);
     const int ns = cb.nsplit;
 #ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles: to its lse, to its first stores, to the end (kv_tl[0][5..8]) */
-    long long tl_a = clock64(), tl_b = 0, tl_c = 0;
+    long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_c = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
@@ -1846,6 +1846,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
 #ifdef KVATTN_TIMELINE
         if (threadIdx.x == 0 && tl_b == 0) tl_b = __float_as_int(lse) != 0x7fc00001 ? clock64() : 1;
+        if (FEW > 0 && threadIdx.x == 0 && tl_x == 0) /* the first partial's channels, loaded with the lse */
+            tl_x = __float_as_int(xf[0].x) != 0x7fc00001 ? clock64() : 1;
 #endif
         const int32_t r = cb.row0 + rr;
         const int64_t oo =
@@ -1908,6 +1910,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         const long long tl_d = clock64();
         atomicAdd(&kv_tl[0][5], (unsigned long long)(tl_b - tl_a));
         atomicAdd(&kv_tl[0][6], (unsigned long long)(tl_c - tl_b));
+        atomicAdd(&kv_tl[0][9], (unsigned long long)(tl_x - tl_b)); /* of those: until the partials were in */
         atomicAdd(&kv_tl[0][7], (unsigned long long)(tl_d - tl_c));
         atomicAdd(&kv_tl[0][8], 1ull);
     }
