@@ -1821,7 +1821,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     T *og = (T *)p.out;
     const kv_seq s = kv_seq_get(&p, cb.b);
     const int ns = cb.nsplit;
-#ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles: to its lse, to its first stores, to the end (kv_tl[0][5..8]) */
+#ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles, to its lse, to its first stores (of that, until the first
+                       * partials were in), the rest, summed with a count into kv_tl[0][5..9] (attn_notes.md, 24th) */
     long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_c = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
@@ -2101,7 +2102,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         (void)t_item;
         kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
-        const unsigned long long t_end = KV_TL_NOW();
+        const unsigned long long t_end = KV_TL_NOW(); /* timeline builds: the item's end, for the tail to its merge */
         (void)t_end;
         if (self) { /* the lists, for the combine and the next items: thread 0 acquires them (the barrier of the
                      * piece's count or the loop's passes that on) and reads n in the count's round trip */
@@ -2115,7 +2116,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         }
         if (it.comb >= 0 && !(DECODE && (KV_DEV_STRIP & 40))) {
             kv_attn_piece_done<T, EARLY, kv_combine_few(DECODE, DP)>(p, a, it.comb, it.b, &s_flag);
-            if (s_flag) {
+            if (s_flag) { /* timeline builds: a merging piece's end to its merge's end (slots 13, 15; else nothing) */
                 KV_TL_ADD(0, 13, KV_TL_NOW() - t_end);
                 KV_TL_ADD(0, 15, 1);
             }
