@@ -821,6 +821,7 @@ int main(int argc, char **argv) {
                     long long z[16] = {0};
                     CK(cudaMemcpyToSymbol(kv_tl_sc, z, sizeof z));
                     CK(cudaMemcpyToSymbol(kv_tl_plan, z, sizeof(unsigned long long) * 8));
+                    CK(cudaMemcpyToSymbol(kv_tl_merge, z, sizeof(unsigned long long) * 2));
                 }
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
@@ -865,6 +866,12 @@ int main(int argc, char **argv) {
                     printf("  merge parts (cycles): to lse %.0f, to stores %.0f (partials in after the lse %.0f), stores and "
                            "end %.0f;", t[0][5] / (double)t[0][8], t[0][6] / (double)t[0][8], t[0][9] / (double)t[0][8],
                            t[0][7] / (double)t[0][8]);
+                {
+                    unsigned long long mo[2];
+                    CK(cudaMemcpyFromSymbol(mo, kv_tl_merge, sizeof mo));
+                    if (mo[1]) /* the merge's output offset ready, after its lse (kernel parameters, first row) */
+                        printf("  merge: lse to output offset %.0f cycles;", mo[0] / (double)mo[1]);
+                }
                 if (t[0][15]) /* the merging pieces: from the item's end to the merge's end (count, loads, merge) */
                     printf("  merging pieces: %llu, item end to merge end mean %.2f us;", t[0][15],
                            t[0][13] / 1e3 / t[0][15]);

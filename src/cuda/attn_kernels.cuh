@@ -1823,7 +1823,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     const int ns = cb.nsplit;
 #ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles, to its lse, to its first stores (of that, until the first
                        * partials were in), the rest, summed with a count into kv_tl[0][5..9] (attn_notes.md, 24th) */
-    long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_c = 0;
+    long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_o = 0, tl_c = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
@@ -1853,6 +1853,9 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         const int32_t r = cb.row0 + rr;
         const int64_t oo =
             kv_out_offset(p, cb.b, s, G, cb.kv_head, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+#ifdef KVATTN_TIMELINE /* the output's offset: the sequence's first row and the output's strides (kernel parameters) */
+        if (threadIdx.x == 0 && tl_o == 0) tl_o = oo != -12345 ? clock64() : 1;
+#endif
         for (int c0 = lane * 4; c0 - lane * 4 < D; c0 += 128) { /* warp-uniform trip count (shuffles inside) */
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             for (int k0 = 0; k0 < ns; k0 += 32) {
@@ -1914,6 +1917,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         atomicAdd(&kv_tl[0][9], (unsigned long long)(tl_x - tl_b)); /* of those: until the partials were in */
         atomicAdd(&kv_tl[0][7], (unsigned long long)(tl_d - tl_c));
         atomicAdd(&kv_tl[0][8], 1ull);
+        atomicAdd(&kv_tl_merge[0], (unsigned long long)(tl_o - tl_b));
+        atomicAdd(&kv_tl_merge[1], 1ull);
     }
 #endif
 }
