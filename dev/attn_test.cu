@@ -855,7 +855,7 @@ int main(int argc, char **argv) {
                     unsigned long long pl[8];
                     CK(cudaMemcpyFromSymbol(pl, kv_tl_plan, sizeof pl));
                     printf("  plan sections (cycles): start %.0f, loads+x1 %.0f, split+x2 %.0f, rank+scans+x3 %.0f, "
-                           "totals+x4 %.0f, after %.0f;", pl[5] / nb, pl[0] / nb, pl[1] / nb, pl[2] / nb, pl[3] / nb,
+                           "results %.0f, after %.0f;", pl[5] / nb, pl[0] / nb, pl[1] / nb, pl[2] / nb, pl[3] / nb,
                            pl[4] / nb);
                 }
                 if (t[0][12]) /* the split merges (piece_done): thread 0's time for the merge, and for the same

@@ -2021,7 +2021,8 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 kv_lean_sync();
             }
             tl_c1 = clock64();
-            long long tlc[5]; /* the plan's sections (kv_tl_plan: [0..3] exchanges 1 - 4, [4] the return, [5] its start) */
+            long long tlc[5]; /* the plan's sections (kv_tl_plan: [0..2] to exchanges 1 - 3, [3] the
+                               * results after them (exchange 4 until v67), [4] the return, [5] its start) */
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r, tlc);
             tl_c2 = clock64();
             if (threadIdx.x == 0) {
