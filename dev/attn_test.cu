@@ -821,7 +821,7 @@ int main(int argc, char **argv) {
                     long long z[16] = {0};
                     CK(cudaMemcpyToSymbol(kv_tl_sc, z, sizeof z));
                     CK(cudaMemcpyToSymbol(kv_tl_plan, z, sizeof(unsigned long long) * 8));
-                    CK(cudaMemcpyToSymbol(kv_tl_merge, z, sizeof(unsigned long long) * 2));
+                    CK(cudaMemcpyToSymbol(kv_tl_merge, z, sizeof(unsigned long long) * 3));
                 }
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
@@ -867,10 +867,12 @@ int main(int argc, char **argv) {
                            "end %.0f;", t[0][5] / (double)t[0][8], t[0][6] / (double)t[0][8], t[0][9] / (double)t[0][8],
                            t[0][7] / (double)t[0][8]);
                 {
-                    unsigned long long mo[2];
+                    unsigned long long mo[3];
                     CK(cudaMemcpyFromSymbol(mo, kv_tl_merge, sizeof mo));
-                    if (mo[1]) /* the merge's output offset ready, after its lse (kernel parameters, first row) */
-                        printf("  merge: lse to output offset %.0f cycles;", mo[0] / (double)mo[1]);
+                    if (mo[1]) /* the merge's output offset ready, after its lse (kernel parameters, first row); all
+                                * of the first splits' channels in, after its lse */
+                        printf("  merge: lse to output offset %.0f cycles, to all first partials in %.0f;",
+                               mo[0] / (double)mo[1], mo[2] / (double)mo[1]);
                 }
                 if (t[0][15]) /* the merging pieces: from the item's end to the merge's end (count, loads, merge) */
                     printf("  merging pieces: %llu, item end to merge end mean %.2f us;", t[0][15],

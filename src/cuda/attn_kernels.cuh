@@ -1823,7 +1823,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     const int ns = cb.nsplit;
 #ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles, to its lse, to its first stores (of that, until the first
                        * partials were in), the rest, summed with a count into kv_tl[0][5..9] (attn_notes.md, 24th) */
-    long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_o = 0, tl_c = 0;
+    long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_o = 0, tl_c = 0, tl_y = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
         const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
@@ -1849,6 +1849,13 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         if (threadIdx.x == 0 && tl_b == 0) tl_b = __float_as_int(lse) != 0x7fc00001 ? clock64() : 1;
         if (FEW > 0 && threadIdx.x == 0 && tl_x == 0) /* the first partial's channels, loaded with the lse */
             tl_x = __float_as_int(xf[0].x) != 0x7fc00001 ? clock64() : 1;
+        if (FEW > 0 && threadIdx.x == 0 && tl_y == 0) { /* all of them (the splits < min(ns, FEW)) */
+            float all = 0.0f;
+#pragma unroll
+            for (int k = 0; k < FEW; k++)
+                if (k < ns) all += xf[k].x;
+            tl_y = __float_as_int(all) != 0x7fc00001 ? clock64() : 1;
+        }
 #endif
         const int32_t r = cb.row0 + rr;
         const int64_t oo =
@@ -1919,6 +1926,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         atomicAdd(&kv_tl[0][8], 1ull);
         atomicAdd(&kv_tl_merge[0], (unsigned long long)(tl_o - tl_b));
         atomicAdd(&kv_tl_merge[1], 1ull);
+        atomicAdd(&kv_tl_merge[2], (unsigned long long)(tl_y - tl_b));
     }
 #endif
 }

@@ -65,7 +65,8 @@ __device__ int8_t kv_tl_flags[4096];
 __device__ long long kv_tl_sc[16]; /* scheduler phase ends, SM cycles after its (last) pass's start (thread 0) */
 #define KV_TLS(slot) do { if (threadIdx.x == 0) kv_tl_sc[slot] = clock64() - tl_c0; } while (0)
 __device__ unsigned long long kv_tl_plan[8]; /* SELF blocks' kv_lean_plan sections, SM cycles summed (thread 0) */
-__device__ unsigned long long kv_tl_merge[2]; /* merges: SM cycles from the lse to the output's offset, and a count */
+__device__ unsigned long long kv_tl_merge[3]; /* merges: SM cycles from the lse to the output's offset, a count, and
+                                               * from the lse to all of the first FEW splits' channels in */
 __device__ int kv_tl_twice; /* dev: the scheduler runs its body twice (the second pass with warm caches) */
 #define KV_TL_ITEMS 8192
 __device__ unsigned long long kv_tl_items[2][KV_TL_ITEMS][4]; /* per item of list [decode]: start, end ns, smid << 32 |
