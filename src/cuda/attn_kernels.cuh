@@ -1921,12 +1921,13 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         const long long tl_d = clock64();
         atomicAdd(&kv_tl[0][5], (unsigned long long)(tl_b - tl_a));
         atomicAdd(&kv_tl[0][6], (unsigned long long)(tl_c - tl_b));
-        atomicAdd(&kv_tl[0][9], (unsigned long long)(tl_x - tl_b)); /* of those: until the partials were in */
+        atomicAdd(&kv_tl[0][9], (unsigned long long)(tl_x ? tl_x - tl_b : 0)); /* of those: until the partials
+                                                                                 * were in (0 where FEW is 0) */
         atomicAdd(&kv_tl[0][7], (unsigned long long)(tl_d - tl_c));
         atomicAdd(&kv_tl[0][8], 1ull);
         atomicAdd(&kv_tl_merge[0], (unsigned long long)(tl_o - tl_b));
         atomicAdd(&kv_tl_merge[1], 1ull);
-        atomicAdd(&kv_tl_merge[2], (unsigned long long)(tl_y - tl_b));
+        atomicAdd(&kv_tl_merge[2], (unsigned long long)(tl_y ? tl_y - tl_b : 0));
     }
 #endif
 }
