@@ -533,8 +533,9 @@ static __device__ __forceinline__ void kv_lean_sync() { /* the lean plan's warps
 /* Dev knob (attn_notes.md, twenty-third session), off by default (the library's SASS is then unchanged): with
  * KV_DEV_PLAN_DELAY 1 every lean plan ends with a spin of kv_dev_plan_delay SM cycles, a value the host sets once at
  * run time from KVATTN_DEV_PLAN_DELAY (attn.cu, kv_attn_launch_prologue; bench_cuda and dev/attn_test alike), so that
- * one binary, whose kernels are the same code whatever the delay, measures how a call's time follows its plan's. (A compile-time delay, or the plan as a called function, moved
- * the tile loop's SASS: a change of the plan's code alone cannot be timed apart from that.) */
+ * one binary, whose kernels are the same code whatever the delay, measures how a call's time follows its plan's.
+ * (A compile-time delay, or the plan as a called function, moved the tile loop's SASS: a change of the plan's code
+ * alone cannot be timed apart from that.) */
 #ifndef KV_DEV_PLAN_DELAY
 #define KV_DEV_PLAN_DELAY 0
 #endif
@@ -1822,7 +1823,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     const kv_seq s = kv_seq_get(&p, cb.b);
     const int ns = cb.nsplit;
 #ifdef KVATTN_TIMELINE /* dev: thread 0's merge in SM cycles, to its lse, to its first stores (of that, until the first
-                       * partials were in), the rest, summed with a count into kv_tl[0][5..9] (attn_notes.md, 24th) */
+                       * partials were in), the rest, summed with a count into kv_tl[0][5..9] (attn_notes.md, 24th);
+                       * from the lse to the output's offset and to all first partials in, into kv_tl_merge (25th) */
     long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_o = 0, tl_c = 0, tl_y = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
