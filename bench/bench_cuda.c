@@ -5,7 +5,9 @@
  * that every set read is well beyond the 60 MB L2. Every configuration is also checked once against the
  * float64 reference on a few rows of one sequence (causal rows are checked by re-posing them as a smaller
  * bottom-right-aligned problem: row i only sees keys up to its own position).
- * Usage: bench_cuda [--quick] [--md FILE] [--json FILE]. A benchmark, never a pass/fail test. */
+ * Usage: bench_cuda [--quick] [--md FILE] [--json FILE]. A benchmark, never a pass/fail test.
+ * KVATTN_BENCH_DECODE="BxL,BxL,..." (at most 6 shapes, B * L <= 2^20) replaces the decode shapes of section (1),
+ * e.g. lengths that are not powers of two, whose split merges have other piece counts (default: the issue's shapes). */
 #include "harness.h"
 #include "kvattn.h"
 
@@ -507,9 +509,26 @@ int main(int argc, char **argv) {
     const size_t rot = (size_t)512 << 20; /* each rotation set at least 512 MB (8x the L2) */
 
     /* (1) decode */
-    static const int shapes[6][2] = {{1, 32768}, {8, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}};
+    int shapes[6][2] = {{1, 32768}, {8, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}};
     static const int layouts[5] = {0, 1, 16, 64, 256}; /* 0 = contiguous, else page size */
-    static const double fa2[6] = {2.28, 3.25, 2.48, -1, 2.42, 2.45};
+    double fa2[6] = {2.28, 3.25, 2.48, -1, 2.42, 2.45};
+    int nshapes = 6;
+    const char *own = getenv("KVATTN_BENCH_DECODE");
+    if (own && *own) { /* the caller's shapes (no FA2 figures for them) */
+        nshapes = 0;
+        for (const char *c = own; *c && nshapes < 6;) {
+            int b = 0, l = 0, used = 0;
+            if (sscanf(c, "%dx%d%n", &b, &l, &used) != 2 || b < 1 || l < 1 || (double)b * l > 1048576.0) {
+                fprintf(stderr, "bench_cuda: KVATTN_BENCH_DECODE: expected BxL,BxL,... (B * L <= 1048576) at \"%s\"\n", c);
+                return 2;
+            }
+            shapes[nshapes][0] = b;
+            shapes[nshapes][1] = l;
+            fa2[nshapes++] = -1;
+            c += used;
+            if (*c == ',') c++;
+        }
+    }
     printf("\n(1) decode, one query per sequence, K+V read once\n");
     printf("    isolated: events around one call, stream drained first; b2b: calls back to back, per call; host: enqueue\n");
     printf("    plain read: the read-ceiling kernel over exactly the shape's K+V bytes "
@@ -528,7 +547,7 @@ int main(int argc, char **argv) {
                       "host us | FA2 (PERF.md, contiguous) | check (max abs err) |\n");
         fprintf(g_md, "|---|---|---|---|---|---|---|---|---|---|\n");
     }
-    for (int si = 0; si < 6; si++) {
+    for (int si = 0; si < nshapes; si++) {
         { /* the shape's floor in this run: a plain read of the same bytes (no attention, no scheduling) */
             const int B = shapes[si][0], L = shapes[si][1];
             const double bytes = 2.0 * B * (double)L * HK * D * ES;

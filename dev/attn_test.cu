@@ -788,6 +788,8 @@ int main(int argc, char **argv) {
             {"decode 8x8192 p16", 8, 8192, 16, 0}, {"decode 8x8192 contig", 8, 8192, 0, 0},
             {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x32768 contig", 1, 32768, 0, 0},
             {"decode 1x64 p16", 1, 64, 16, 0},
+            /* lengths whose merges have 9 - 15 or 17 - 23 pieces (the merge's splits after the first 8, v75) */
+            {"decode 1x20000 p16", 1, 20000, 16, 0}, {"decode 2x12000 p16", 2, 12000, 16, 0},
             {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
         const int reps = getenv("KVATTN_TL_REPS") ? atoi(getenv("KVATTN_TL_REPS")) : 4; /* first: warm-up */
         const char *only = getenv("KVATTN_TL_CASE"); /* run only the cases whose name contains this */

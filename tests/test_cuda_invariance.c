@@ -4,7 +4,9 @@
  * cache (20000 tokens, so automatic splitting would kick in) and a short decode. Determinism: the same batch
  * of 200 run twice gives the same bits, with batch_invariant 0 and 1. All sequences share one paged pool
  * (page 16); appends are idempotent (same new tokens at the same positions), so configurations can share it.
- * A target alone is also checked against the float64 reference, so that equal bits are also right bits. */
+ * A target alone is also checked against the float64 reference, so that equal bits are also right bits. Decode
+ * steps without an append (early start, the scheduler's lean path) are checked the same way: the lean path against the
+ * general passes, and 4-piece split merges (a batch of 3 and one alone) against the batch of 200. */
 #include "test_cuda_common.h"
 
 #define NSEQ 200
@@ -227,13 +229,18 @@ int main(void) {
     kvt_init("test_cuda_invariance");
     if (!cu_gpu_or_skip(8)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
-    /* sequences: 0 = long target (S 20000, 5 queries), 1 = short decode target; the rest varied */
+    /* sequences: 0 = long target (S 20000, 5 queries), 1 = short decode target, 2 - 4 one query over 4 batch-
+     * invariant pieces (S 6145 - 8192), 5 one query over 4 auto pieces when alone (S 3073 - 4096); the rest varied */
     const int nq_choices[6] = {1, 1, 1, 3, 7, 64};
     int max_need = 0;
     for (int i = 0; i < NSEQ; i++) {
         seqdata *s = &g_seq[i];
-        s->n_q = i == 0 ? 5 : i == 1 ? 1 : kvt_pick(nq_choices, 6);
-        s->S = i == 0 ? 20000 : i == 1 ? 100 : (i % 17 == 0 ? kvt_randint(4000, 9000) : kvt_randint(0, 1500));
+        s->n_q = i == 0 ? 5 : i <= 5 ? 1 : kvt_pick(nq_choices, 6);
+        s->S = i == 0   ? 20000
+               : i == 1 ? 100
+               : i <= 4 ? kvt_randint(6145, 8192)
+               : i == 5 ? kvt_randint(3073, 4096)
+                        : (i % 17 == 0 ? kvt_randint(4000, 9000) : kvt_randint(0, 1500));
         if (s->S + s->n_q > max_need) max_need = s->S + s->n_q;
     }
     g_max_pages = (max_need + PS - 1) / PS + 1;
@@ -405,6 +412,40 @@ int main(void) {
         free(lb);
         free(oa);
         free(la);
+        kvt_case_end();
+    }
+    /* Split merges of lean-path steps: every sequence of a batch of 3 (and one alone) has 4 pieces, each task merged
+     * by the early decode kernel that planned it (its first items from its own lean plan), against the same
+     * sequences in the batch of 200 (general passes): the same pieces, merged in the same order, the same bits. (Also
+     * the check that an experimental merge path, such as dev/experiments/v74, keeps the bits.) */
+    {
+        kvt_case_begin("no append, 4-piece merges: sequences 2 - 4 (S %d, %d, %d: 4 batch-invariant pieces each) as "
+                       "a batch of 3 and 2 alone (lean path) vs in a batch of %d (general passes), bits; 2 alone vs "
+                       "the reference", g_seq[2].S, g_seq[3].S, g_seq[4].S, NSEQ);
+        uint16_t *o3, *oa, *ob;
+        float *l3, *la, *lb;
+        int t3, ta, tb;
+        int trio[3] = {3, 2, 4}, alone[1] = {2};
+        run_batch(trio, 3, 1, 0, &o3, &l3, &t3);
+        run_batch(alone, 1, 1, 0, &oa, &la, &ta);
+        run_batch(order, NSEQ, 1, 0, &ob, &lb, &tb);
+        check_alone_ref(2, oa, la);
+        compare_target("alone vs batch of 200", 2, oa, la, 0, ta, ob, lb, row_of(order, NSEQ, 2), tb);
+        for (int i = 0; i < 3; i++)
+            compare_target("batch of 3 vs batch of 200", trio[i], o3, l3, row_of(trio, 3, trio[i]), t3, ob, lb,
+                           row_of(order, NSEQ, trio[i]), tb);
+        free(o3); free(oa); free(ob);
+        free(l3); free(la); free(lb);
+        kvt_case_end();
+        kvt_case_begin("no append, auto split: sequence 5 alone (S %d: 4 pieces) and with num_splits 3 (3 pieces), "
+                       "each vs the reference", g_seq[5].S);
+        int five[1] = {5};
+        for (int ns = 0; ns <= 3; ns += 3) {
+            run_batch(five, 1, 0, ns, &oa, &la, &ta);
+            check_alone_ref(5, oa, la);
+            free(oa);
+            free(la);
+        }
         kvt_case_end();
     }
     g_no_append = 0;
