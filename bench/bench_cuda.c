@@ -527,6 +527,10 @@ int main(int argc, char **argv) {
             fa2[nshapes++] = -1;
             c += used;
             if (*c == ',') c++;
+            if (*c && nshapes == 6) {
+                fprintf(stderr, "bench_cuda: KVATTN_BENCH_DECODE: at most 6 shapes (\"%s\" left)\n", c);
+                return 2;
+            }
         }
     }
     printf("\n(1) decode, one query per sequence, K+V read once\n");
