@@ -79,7 +79,9 @@ typedef struct kvattn_params {
     const void *q;
     const int32_t *cu_seqlens_q; /* optional: NULL selects the fixed mode */
     int32_t seqlen_q;            /* fixed mode: queries per sequence */
-    int32_t total_q;             /* varlen mode: rows of q/out (cu_seqlens_q[B] must be <= total_q) */
+    int32_t total_q;             /* varlen mode: rows of q/out (cu_seqlens_q[B] must be <= total_q; rows
+                                  * cu_seqlens_q[B] .. total_q - 1 belong to no sequence: read and written by
+                                  * no backend) */
     int64_t q_batch_stride, q_row_stride, q_head_stride;
 
     /* new tokens to append (optional, k_new and v_new together): varlen [total_new, Hk, D] with
@@ -131,13 +133,15 @@ typedef struct kvattn_params {
     int32_t num_splits;     /* 0 = automatic, 1 = no split, n = at most n KV splits */
     int32_t batch_invariant; /* 1: a sequence's results do not depend on the rest of the batch */
 
-    /* output: varlen [total_q, H, D] or fixed [B, seqlen_q, H, D], dtype of q; written for every row */
+    /* output: varlen [total_q, H, D] or fixed [B, seqlen_q, H, D], dtype of q; written for every query row of
+     * every sequence (masked or not; varlen rows past cu_seqlens_q[B] are left as they are) */
     void *out;
     int64_t out_batch_stride, out_row_stride, out_head_stride;
 
     /* optional fp32 natural-log LSE: element (row, h) at [batch *] lse_batch_stride + h * lse_head_stride +
      * i * lse_row_stride (varlen: i is the global row, batch term absent); [H, total_q] is head stride
-     * total_q, row stride 1; [B, H, Sq] is batch stride H*Sq, head stride Sq, row stride 1 */
+     * total_q, row stride 1; [B, H, Sq] is batch stride H*Sq, head stride Sq, row stride 1; written for the
+     * same rows as out */
     float *softmax_lse;
     int64_t lse_batch_stride, lse_head_stride, lse_row_stride;
 } kvattn_params;

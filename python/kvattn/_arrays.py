@@ -1,6 +1,7 @@
 # _arrays.py — one view over torch tensors and NumPy arrays (pointer, shape, element strides, dtype, device)
 # and the checks the C layer cannot make: array kind and device consistency, dtypes, shapes, contiguity.
 # torch is never imported here: a tensor is recognised through sys.modules, so NumPy users never load it.
+import ctypes
 import sys
 
 import numpy as np
@@ -16,6 +17,13 @@ except Exception:  # pragma: no cover - optional dependency
     _NP_BF16 = None
 
 FLOAT_CODES = {"float16": F16, "bfloat16": BF16, "float32": F32}
+
+
+# An empty tensor may report a NULL data pointer (torch does). The C layer reads no element of an empty array but
+# takes NULL for "absent" (a NULL rotary table turns rotary off; a NULL block table means a contiguous cache), so
+# an empty array gets this address instead: 256-byte aligned, never read.
+_DUMMY = ctypes.create_string_buffer(512)
+DUMMY_ADDR = (ctypes.addressof(_DUMMY) + 255) // 256 * 256
 
 
 def _torch():
@@ -50,16 +58,31 @@ class Arr:
             self.strides = tuple(int(s) // item for s in obj.strides)
             self.ptr = int(obj.ctypes.data)
             self.device = "cpu"
+            itemsize = item
         elif is_torch(obj):
             self.kind = "torch"
             self.dtype = str(obj.dtype).replace("torch.", "")
             self.shape = tuple(int(s) for s in obj.shape)
             self.strides = tuple(int(s) for s in obj.stride())
             self.ptr = int(obj.data_ptr())
+            itemsize = int(obj.element_size())
             dev = obj.device
             self.device = "cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index if dev.index is not None else 0}"
         else:
             raise KvattnTypeError(f"{name}: expected a torch.Tensor or a numpy.ndarray, got {type(obj).__name__}")
+        # a dimension of extent 1 is never stepped, so its stride does not matter: a negative one (np.flip over
+        # it) is made positive rather than rejected; any other negative stride is a reversed view, which the C
+        # library does not take
+        self.strides = tuple(-st if ext == 1 and st < 0 else st for ext, st in zip(self.shape, self.strides))
+        if any(st < 0 for st in self.strides):
+            raise KvattnArgumentError(f"{name}: negative strides {list(self.strides)} (a reversed view) are not "
+                                      f"supported; pass a copy")
+        if self.ptr == 0 and self.numel == 0:
+            self.ptr = DUMMY_ADDR
+        if self.ptr % itemsize:
+            # e.g. np.frombuffer(buf, offset=1): the C library reads elements through typed pointers
+            raise KvattnArgumentError(f"{name}: its data address {self.ptr:#x} is not a multiple of its element size "
+                                      f"{itemsize}; pass an aligned copy")
 
     @property
     def ndim(self):
@@ -71,10 +94,6 @@ class Arr:
         for s in self.shape:
             n *= s
         return n
-
-    def stride(self, dim):
-        # a dimension of extent 1 may carry any stride; report the natural one so checks stay simple
-        return self.strides[dim]
 
     def dtype_code(self):
         return FLOAT_CODES[self.dtype]
@@ -189,5 +208,12 @@ def need_index_vector(a, length, what):
 
 
 def need_writable(a):
-    if a is not None and a.kind == "numpy" and not a.obj.flags.writeable:
+    if a is None:
+        return
+    if a.kind == "numpy" and not a.obj.flags.writeable:
         raise KvattnArgumentError(f"{a.name}: the array is read-only but kvattn writes into it")
+    if any(st == 0 and ext > 1 for ext, st in zip(a.shape, a.strides)):
+        # NumPy's broadcast views are read-only (caught above); torch's expand() views are not
+        raise KvattnArgumentError(f"{a.name}: stride 0 in a dimension of extent > 1 (shape {list(a.shape)}, strides "
+                                  f"{list(a.strides)}): an expanded view, whose elements share memory, cannot be "
+                                  f"written; pass a tensor with its own storage (e.g. .contiguous())")

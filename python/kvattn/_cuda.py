@@ -9,6 +9,7 @@ from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, ERR_WORKSPACE, DeviceStatusRecord
 
 _MIB = 1 << 20
 _workspaces = {}  # CUDA device index -> torch.uint8 tensor (the cached workspace of that device)
+_ws_streams = {}  # CUDA device index -> the streams (cuda_stream handles) the cached workspace was used on
 _captured = []    # workspaces a captured CUDA graph refers to: kept alive for as long as the process runs
 
 
@@ -47,11 +48,13 @@ def _workspace(torch, index, nbytes):
             f"capture (warm-up) or call kvattn.reserve_workspace({nbytes}, device={index}) first",
             "kvattn_forward")
     size = max(_MIB, (nbytes + _MIB - 1) // _MIB * _MIB)
-    # the old workspace may still be read by kernels queued on the current stream; the caching allocator
-    # only reuses its memory in stream order, so dropping it here is safe for single-stream use. A workspace
-    # that a captured graph uses stays alive in _captured: replays keep using it, eager calls use the new one.
+    # the old workspace may still be read by kernels queued on the streams that used it: launch() marked it
+    # with record_stream for each of them, so the caching allocator reuses its memory only after that work. A
+    # workspace that a captured graph uses stays alive in _captured: replays keep using it, eager calls use the
+    # new one.
     ws = torch.empty(size, dtype=torch.uint8, device=f"cuda:{index}")
     _workspaces[index] = ws
+    _ws_streams[index] = set()
     return ws
 
 
@@ -77,9 +80,17 @@ def launch(params_ref, device_index):
         nbytes = ctypes.c_size_t(0)
         check(lib.kvattn_workspace_size(params_ref, BACKEND_CUDA, ctypes.byref(nbytes)), "kvattn_workspace_size")
         ws = _workspace(torch, device_index, nbytes.value)
-        if torch.cuda.is_current_stream_capturing() and not any(w is ws for w in _captured):
-            _captured.append(ws)
-        stream = torch.cuda.current_stream(device_index).cuda_stream
+        current = torch.cuda.current_stream(device_index)
+        stream = current.cuda_stream
+        if torch.cuda.is_current_stream_capturing():
+            if not any(w is ws for w in _captured):
+                _captured.append(ws)
+        else:
+            seen = _ws_streams.setdefault(device_index, set())
+            if stream not in seen:
+                # the workspace may be dropped (grown) later while this stream still has work queued that uses it
+                ws.record_stream(current)
+                seen.add(stream)
         check(lib.kvattn_forward(params_ref, BACKEND_CUDA, ctypes.c_void_p(ws.data_ptr()), ws.numel(),
                                  ctypes.c_void_p(stream)), "kvattn_forward")
 
@@ -117,17 +128,25 @@ def _cached(index, ws=None):
     return ws
 
 
-def device_status(device=None, workspace=None):
+def device_status(device=None, workspace=None, stream=None):
     """Reads the status record of the last CUDA call on `device` (default: current device). This waits for
-    torch's current stream to reach that point (a stream synchronization). Returns a DeviceStatus.
-    workspace: read this workspace tensor instead of the device's cached one (e.g. the one a CUDA graph was
-    captured with, `kvattn.workspace()` taken right after the capture, if the cache grew since)."""
+    `stream` (default: torch's current stream of that device) to reach that point (a stream synchronization):
+    pass the stream the call ran on if it is not the current one, or the read may not wait for the call.
+    Returns a DeviceStatus. workspace: read this workspace tensor instead of the device's cached one (e.g. the
+    one a CUDA graph was captured with, `kvattn.workspace()` taken right after the capture, if the cache grew
+    since)."""
     torch = _torch()
     index = _device_index(device)
     ws = _cached(index, workspace)
     rec = DeviceStatusRecord()
     with torch.cuda.device(index):
-        stream = torch.cuda.current_stream(index).cuda_stream
+        if stream is None:
+            stream = torch.cuda.current_stream(index)
+        if not isinstance(stream, torch.cuda.Stream):
+            raise KvattnArgumentError(f"stream: expected a torch.cuda.Stream, got {type(stream).__name__}")
+        if stream.device.index != index:
+            raise KvattnArgumentError(f"stream: is on cuda:{stream.device.index} but the status is read on cuda:{index}")
+        stream = stream.cuda_stream
         check(lib.kvattn_device_status_read(ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(stream),
                                             ctypes.byref(rec)), "kvattn_device_status_read")
     return DeviceStatus(rec.flags, rec.num_failed, rec.first_failed)
@@ -145,10 +164,11 @@ def device_status_tensor(device=None, workspace=None):
     return ws[off:off + ctypes.sizeof(DeviceStatusRecord)].view(_torch().int32)
 
 
-def check_device_status(device=None, workspace=None):
-    """Reads the status (synchronizing) and raises KvattnError(KVATTN_ERR_BAD_DATA) if any sequence of the last
-    CUDA call on `device` failed its data checks and was skipped. Returns the DeviceStatus otherwise."""
-    st = device_status(device, workspace)
+def check_device_status(device=None, workspace=None, stream=None):
+    """Reads the status (synchronizing `stream`, as device_status) and raises KvattnError(KVATTN_ERR_BAD_DATA) if
+    any sequence of the last CUDA call on `device` failed its data checks and was skipped. Returns the
+    DeviceStatus otherwise."""
+    st = device_status(device, workspace, stream)
     if not st.ok:
         from ._lib import ERR_BAD_DATA
 

@@ -37,6 +37,13 @@ DEVICE_FLAGS = {
 }
 
 
+def _rebuild_error(cls, status, message, function):
+    # unpickling (an error raised in a worker process): the subclasses' constructors take other arguments
+    e = cls.__new__(cls)
+    KvattnError.__init__(e, status, message, function)
+    return e
+
+
 class KvattnError(RuntimeError):
     """An error reported by kvattn.
 
@@ -53,20 +60,23 @@ class KvattnError(RuntimeError):
         where = f"{function}: " if function else ""
         super().__init__(f"{where}{self.status_name}: {message}")
 
+    def __reduce__(self):
+        return _rebuild_error, (type(self), self.status, self.message, self.function)
+
 
 class KvattnArgumentError(KvattnError, ValueError):
-    """An argument problem found in Python before calling the library (shape, device, contiguity, ...).
-    Also a ValueError; its status is KVATTN_ERR_INVALID_ARGUMENT."""
+    """An argument problem (shape, device, contiguity, a value out of range, ...), found in Python before
+    calling the library or reported by the library as KVATTN_ERR_INVALID_ARGUMENT. Also a ValueError."""
 
-    def __init__(self, message):
-        super().__init__(ERR_INVALID_ARGUMENT, message)
+    def __init__(self, message, function=None):
+        super().__init__(ERR_INVALID_ARGUMENT, message, function)
 
 
 class KvattnTypeError(KvattnError, TypeError):
     """A wrong dtype or array type found in Python (also a TypeError; status KVATTN_ERR_INVALID_ARGUMENT)."""
 
-    def __init__(self, message):
-        super().__init__(ERR_INVALID_ARGUMENT, message)
+    def __init__(self, message, function=None):
+        super().__init__(ERR_INVALID_ARGUMENT, message, function)
 
 
 def status_name(status):
@@ -214,8 +224,12 @@ def last_error():
 
 
 def check(status, function):
-    """Raises KvattnError(status, kvattn_last_error()) when a C call failed."""
+    """Raises KvattnError(status, kvattn_last_error()) when a C call failed: KvattnArgumentError (also a
+    ValueError) for KVATTN_ERR_INVALID_ARGUMENT, so that an argument error is the same exception whether Python
+    or the C library found it."""
     if status != OK:
+        if status == ERR_INVALID_ARGUMENT:
+            raise KvattnArgumentError(last_error(), function)
         raise KvattnError(status, last_error(), function)
     return status
 

@@ -9,7 +9,9 @@ from ._arrays import (Call, need_float, need_index_vector, need_int32, need_last
                       need_same_dtype, need_writable)
 import numpy as np
 
-from ._lib import BACKEND_CPU, KvattnArgumentError, KvattnTypeError, check, lib
+from ._lib import BACKEND_CPU, ERR_BAD_DATA, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 
 _DIFFERENCES = """
     Differences from flash-attention (kvattn's SPEC.md, "Positions of the design"):
@@ -59,19 +61,21 @@ def _floats(call, q, others):
             need_last_contiguous(a)
 
 
-def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B):
-    """k_cache/v_cache, contiguous [B_cache, C, Hk, D] or paged [num_pages, page_size, Hk, D]. Returns capacity."""
+def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B, writes):
+    """k_cache/v_cache, contiguous [B_cache, C, Hk, D] or paged [num_pages, page_size, Hk, D]. Returns capacity.
+    writes: the call appends new tokens (only then must the caches be writable)."""
     D = q.shape[-1]
     if block_table is not None:
         need_ndim(kc, 4, "[num_pages, page_size, Hk, D] (paged: block_table is given)")
     else:
         need_ndim(kc, 4, "[B_cache, seqlen_cache, Hk, D]")
     if vc.shape != kc.shape:
-        raise KvattnArgumentError(f"v_cache: shape {list(vc.shape)} differs from k_cache's {list(kc.shape)}")
+        raise KvattnArgumentError(f"{vc.name}: shape {list(vc.shape)} differs from {kc.name}'s {list(kc.shape)}")
     if kc.shape[3] != D:
-        raise KvattnArgumentError(f"k_cache: head dim {kc.shape[3]} differs from q's head dim {D}")
-    need_writable(kc)
-    need_writable(vc)
+        raise KvattnArgumentError(f"{kc.name}: head dim {kc.shape[3]} differs from q's head dim {D}")
+    if writes:
+        need_writable(kc)
+        need_writable(vc)
     p.num_kv_heads = kc.shape[2]
     p.k_cache, p.v_cache = kc.ptr, vc.ptr
     p.k_batch_stride, p.k_row_stride, p.k_head_stride = kc.strides[:3]
@@ -82,9 +86,12 @@ def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B):
         need_ndim(bt, 2, "[B, max_pages_per_seq]")
         if bt.shape[0] != B:
             raise KvattnArgumentError(f"block_table: has {bt.shape[0]} rows but the batch has B={B} sequences")
-        if bt.shape[1] > 1 and bt.strides[1] != 1:
+        if bt.numel > 0 and bt.shape[1] > 1 and bt.strides[1] != 1:
             raise KvattnArgumentError(f"block_table: the last dimension must be contiguous, got strides "
                                       f"{list(bt.strides)}")
+        if bt.shape[0] > 1 and bt.strides[0] < bt.shape[1]:
+            raise KvattnArgumentError(f"block_table: row stride {bt.strides[0]} is less than its width {bt.shape[1]} "
+                                      f"(rows that overlap, e.g. a broadcast view); pass one stored row per sequence")
         if cache_batch_idx is not None:
             raise KvattnArgumentError("cache_batch_idx: not supported with a paged cache (block_table is given)")
         p.block_table = bt.ptr
@@ -94,7 +101,7 @@ def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B):
         return bt.shape[1] * kc.shape[1]
     need_index_vector(cache_batch_idx, B, "one cache row per sequence")
     if cache_batch_idx is None and kc.shape[0] < B:
-        raise KvattnArgumentError(f"k_cache: has {kc.shape[0]} cache rows but the batch has B={B} sequences and "
+        raise KvattnArgumentError(f"{kc.name}: has {kc.shape[0]} cache rows but the batch has B={B} sequences and "
                                   f"cache_batch_idx is not given")
     p.cache_batch, p.cache_capacity = kc.shape[0], kc.shape[1]
     if cache_batch_idx is not None:
@@ -110,6 +117,8 @@ def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new):
         value = capacity
     elif isinstance(cache_seqlens, (int, np.integer)):
         value = _opt_int("cache_seqlens", cache_seqlens)
+        if not _I32_MIN <= value <= _I32_MAX:
+            raise KvattnArgumentError(f"cache_seqlens: {value} does not fit the C library's int32")
     else:
         a = call.add(cache_seqlens, "cache_seqlens")
         need_index_vector(a, B, "tokens already in each cache")
@@ -192,7 +201,12 @@ def _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, nu
                                       f"{list(alibi.shape)}")
         p.alibi_slopes = alibi.ptr
     if softmax_scale is not None:
-        p.softmax_scale = float(softmax_scale)
+        scale = float(softmax_scale)
+        if ctypes.c_float(scale).value == 0.0:
+            # the C field holds 0 for "the default 1/sqrt(D)", so a scale of 0 cannot be passed through it
+            raise KvattnArgumentError(f"softmax_scale: {softmax_scale!r} is 0 in float32, which kvattn does not take "
+                                      f"(the C library reads 0 as the default 1/sqrt(D)); pass None for the default")
+        p.softmax_scale = scale
     try:
         left, right = window_size
     except (TypeError, ValueError):
@@ -226,15 +240,19 @@ def _run(call, p):
         check(lib.kvattn_forward(ref, BACKEND_CPU, None, 0, None), "kvattn_forward")
 
 
-# an empty tensor may report a NULL data pointer; the C layer reads no element of it but rejects NULL
-_DUMMY = (ctypes.c_char * 64)()
-_DUMMY_ADDR = ctypes.addressof(_DUMMY)
-
-
-def _fix_empty(p, qa, oa, kn, vn):
-    for a, field in ((qa, "q"), (oa, "out"), (kn, "k_new"), (vn, "v_new")):
-        if a is not None and a.numel == 0 and not getattr(p, field):
-            setattr(p, field, _DUMMY_ADDR)
+def _check_cu_seqlens_k(cuk, B, total_k, fn):
+    """flash_attn_varlen_func on the CPU: cu_seqlens_k becomes cache_leftpad / cache_seqlens (packed) or the key
+    counts (paged), so the C library's data checks would name those; check it here, where it can be read."""
+    ck = np.asarray(cuk.obj.cpu() if cuk.kind == "torch" else cuk.obj)
+    for b in range(B):
+        if ck[b + 1] < ck[b]:
+            raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: must be non-decreasing, got cu_seqlens_k[{b + 1}]="
+                                            f"{int(ck[b + 1])} < cu_seqlens_k[{b}]={int(ck[b])}", fn)
+    if ck[0] < 0:
+        raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[0]={int(ck[0])} must be >= 0", fn)
+    if total_k is not None and ck[B] > total_k:
+        raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[{B}]={int(ck[B])} is past the {total_k} rows "
+                                        f"of k", fn)
 
 
 def _varlen_q(qa, cuq):
@@ -295,7 +313,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     _floats(call, qa, (kc, vc, kn, vn))
     p, B = _varlen_q(qa, cuq)
     total_q, H, D = qa.shape
-    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B)
+    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B, writes=kn is not None)
     _set_new(p, kn, vn, kc.shape[2], D)
     if kn is not None:
         cu_new = cuk if cuk is not None else cuq
@@ -315,7 +333,6 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     if return_softmax_lse:
         lse = call.empty((H, total_q), "float32")
         p.softmax_lse, p.lse_head_stride, p.lse_row_stride = call.add(lse, "softmax_lse").ptr, total_q, 1
-    _fix_empty(p, qa, oa, kn, vn)
     _run(call, p)
     return (out, lse) if return_softmax_lse else out
 
@@ -352,7 +369,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     p.dtype, p.batch, p.num_heads, p.head_dim = qa.dtype_code(), B, H, D
     p.q, p.seqlen_q = qa.ptr, Sq
     p.q_batch_stride, p.q_row_stride, p.q_head_stride = qa.strides[:3]
-    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B)
+    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B, writes=kn is not None)
     _set_new(p, kn, vn, kc.shape[2], D, fixed_B=B)
     _set_seqlens(p, call, cache_seqlens, B, capacity, kn is not None)
     need_index_vector(lpad, B, "left padding per sequence")
@@ -368,7 +385,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         lse = call.empty((B, H, Sq), "float32")
         p.softmax_lse = call.add(lse, "softmax_lse").ptr
         p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride = H * Sq, Sq, 1
-    _fix_empty(p, qa, oa, kn, vn)
     _run(call, p)
     return (out, lse) if return_softmax_lse else out
 
@@ -391,6 +407,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
     How: a packed k IS a contiguous cache of one row of capacity total_k that every sequence reads (batch
     stride 0), with cache_leftpad = cu_seqlens_k[:-1] and cache_seqlens = cu_seqlens_k[1:]: no copy is made.
+    So on CUDA a bad cu_seqlens_k (decreasing, or past total_k) is flagged in the device status as BAD_LEFTPAD
+    or CAPACITY; on the CPU it raises KvattnError(KVATTN_ERR_BAD_DATA) naming cu_seqlens_k. With block_table
+    the key counts cu_seqlens_k[1:] - cu_seqlens_k[:-1] are computed on every call (a new int32 tensor of B
+    elements, on CUDA by one elementwise kernel on the current stream).
     """
     fn = "flash_attn_varlen_func"
     if dropout_p:
@@ -407,7 +427,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     need_index_vector(cuk, B + 1, "B + 1 row offsets of the keys")
     total_q, H, D = qa.shape
     if bt is not None:
-        _set_cache(p, call, qa, ka, va, bt, None, B)
+        if not call.is_cuda:
+            _check_cu_seqlens_k(cuk, B, None, fn)
+        _set_cache(p, call, qa, ka, va, bt, None, B, writes=False)
         # sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys from position 0 of its pages
         ck = cu_seqlens_k
         lens = ck[1:] - ck[:-1]
@@ -420,6 +442,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         if ka.shape[2] != D:
             raise KvattnArgumentError(f"k: head dim {ka.shape[2]} differs from q's head dim {D}")
         total_k, Hk = ka.shape[0], ka.shape[1]
+        if not call.is_cuda:
+            _check_cu_seqlens_k(cuk, B, total_k, fn)
         # every sequence reads the one cache row (batch stride 0) between its leftpad and its seqlen
         p.num_kv_heads = Hk
         p.k_cache, p.v_cache = ka.ptr, va.ptr
@@ -428,9 +452,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         p.cache_batch, p.cache_capacity = B, total_k
         p.cache_leftpad = cuk.ptr
         p.cache_seqlens = cuk.ptr + 4  # cu_seqlens_k[1:]
-        if total_k == 0 and B > 0:
-            p.k_cache = p.k_cache or _DUMMY_ADDR
-            p.v_cache = p.v_cache or _DUMMY_ADDR
     _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, num_splits, batch_invariant)
     out, oa = _out(call, out, qa)
     p.out, p.out_row_stride, p.out_head_stride = oa.ptr, oa.strides[0], oa.strides[1]
@@ -438,7 +459,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if return_softmax_lse or return_attn_probs:
         lse = call.empty((H, total_q), "float32")
         p.softmax_lse, p.lse_head_stride, p.lse_row_stride = call.add(lse, "softmax_lse").ptr, total_q, 1
-    _fix_empty(p, qa, oa, None, None)
     _run(call, p)
     if return_attn_probs:
         return out, lse, None

@@ -2,12 +2,27 @@
 # loop asks "these sequences get these many new tokens this step" and receives block_table and cache_seqlens
 # ready for the attention call, with no page bookkeeping of its own.
 import ctypes
+import operator
 import sys
 
 import numpy as np
 
-from ._arrays import _np_dtype
-from ._lib import ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, check, lib
+from ._arrays import Arr, _np_dtype
+from ._lib import ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_CACHE_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def _i32(name, value):
+    """An int argument of the C page manager (int32): ctypes would wrap a larger one silently onto another id."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise KvattnTypeError(f"{name}: expected an int, got {value!r}") from None
+    if not _I32_MIN <= v <= _I32_MAX:
+        raise KvattnArgumentError(f"{name}: {v} does not fit the C library's int32")
+    return v
 
 
 class PagedKVCache:
@@ -32,15 +47,29 @@ class PagedKVCache:
     """
 
     def __init__(self, num_pages, page_size, num_kv_heads, head_dim, dtype, device=None, max_pages_per_seq=None):
-        self.num_pages, self.page_size = int(num_pages), int(page_size)
-        self.num_kv_heads, self.head_dim = int(num_kv_heads), int(head_dim)
-        self.max_pages_per_seq = None if max_pages_per_seq is None else int(max_pages_per_seq)
+        self.num_pages, self.page_size = _i32("num_pages", num_pages), _i32("page_size", page_size)
+        self.num_kv_heads, self.head_dim = _i32("num_kv_heads", num_kv_heads), _i32("head_dim", head_dim)
+        for name, v in (("num_kv_heads", self.num_kv_heads), ("head_dim", self.head_dim)):
+            if v < 1:
+                raise KvattnArgumentError(f"{name}: {v} must be >= 1")
+        self.max_pages_per_seq = None if max_pages_per_seq is None else _i32("max_pages_per_seq", max_pages_per_seq)
+        if self.max_pages_per_seq is not None and self.max_pages_per_seq < 1:
+            raise KvattnArgumentError(f"max_pages_per_seq: {self.max_pages_per_seq} must be >= 1 (or None)")
+        torch = sys.modules.get("torch")
+        is_torch_dtype = torch is not None and isinstance(dtype, torch.dtype)
+        name = str(dtype).replace("torch.", "") if is_torch_dtype else None
+        if not is_torch_dtype:
+            try:
+                name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+            except TypeError:
+                raise KvattnTypeError(f"dtype: {dtype!r} is not a dtype") from None
+        if name not in _CACHE_DTYPES:
+            raise KvattnTypeError(f"dtype: {name} is not supported (expected one of {', '.join(_CACHE_DTYPES)})")
         handle = ctypes.c_void_p()
         check(lib.kvattn_pages_create(ctypes.byref(handle), self.num_pages, self.page_size), "kvattn_pages_create")
         self._pool = handle
         shape = (self.num_pages, self.page_size, self.num_kv_heads, self.head_dim)
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(dtype, torch.dtype):
+        if is_torch_dtype:
             if device is None:
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             self.kind, self.device = "torch", torch.device(device)
@@ -50,7 +79,7 @@ class PagedKVCache:
             if device not in (None, "cpu"):
                 raise KvattnArgumentError(f"device: {device!r} needs a torch dtype; NumPy arrays live on the CPU")
             self.kind, self.device = "numpy", "cpu"
-            np_dtype = _np_dtype(np.dtype(dtype).name if not isinstance(dtype, str) else dtype)
+            np_dtype = _np_dtype(name)
             self.k_cache = np.zeros(shape, dtype=np_dtype)
             self.v_cache = np.zeros(shape, dtype=np_dtype)
 
@@ -85,29 +114,38 @@ class PagedKVCache:
         if n_tokens is None:
             n_tokens = self.seq_len(parent)
         sid = ctypes.c_int32()
-        check(lib.kvattn_pages_fork(self._handle(), int(parent), int(n_tokens), ctypes.byref(sid)),
+        check(lib.kvattn_pages_fork(self._handle(), _i32("parent", parent), _i32("n_tokens", n_tokens),
+                                    ctypes.byref(sid)),
               "kvattn_pages_fork")
         return sid.value
 
     def free(self, seq_id):
         """Ends a sequence; its pages that no other sequence shares return to the pool."""
-        check(lib.kvattn_pages_release(self._handle(), int(seq_id)), "kvattn_pages_release")
+        check(lib.kvattn_pages_release(self._handle(), _i32("seq_id", seq_id)), "kvattn_pages_release")
 
     release = free
 
     def append(self, seq_id, n_tokens):
         """Reserves room for n_tokens more tokens of seq_id (taking free pages as needed) and counts them as
         appended. Raises KvattnError(KVATTN_ERR_OUT_OF_PAGES) and changes nothing when the pool is short."""
-        check(lib.kvattn_pages_append(self._handle(), int(seq_id), int(n_tokens)), "kvattn_pages_append")
+        check(lib.kvattn_pages_append(self._handle(), _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)),
+              "kvattn_pages_append")
 
     reserve = append
 
     def seq_len(self, seq_id):
         """Tokens of the sequence (counting those appended for a step not yet run); -1 for an unknown id."""
-        return int(lib.kvattn_pages_seq_len(self._handle(), int(seq_id)))
+        sid = operator.index(seq_id)
+        if not _I32_MIN <= sid <= _I32_MAX:
+            return -1
+        return int(lib.kvattn_pages_seq_len(self._handle(), sid))
 
     def seq_num_pages(self, seq_id):
-        return int(lib.kvattn_pages_seq_num_pages(self._handle(), int(seq_id)))
+        """Pages the sequence holds; -1 for an unknown id."""
+        sid = operator.index(seq_id)
+        if not _I32_MIN <= sid <= _I32_MAX:
+            return -1
+        return int(lib.kvattn_pages_seq_num_pages(self._handle(), sid))
 
     @property
     def free_pages(self):
@@ -119,16 +157,19 @@ class PagedKVCache:
 
     # ---- per-step tables -------------------------------------------------------------------------------------
     def step(self, seq_ids, n_new, out=None):
-        """Appends n_new[b] tokens to sequence seq_ids[b] (all or nothing: if the pool is short for the whole
-        batch, raises KvattnError(KVATTN_ERR_OUT_OF_PAGES) and changes nothing), then returns
-        (block_table int32 [B, W], cache_seqlens int32 [B]) for this step, cache_seqlens being the lengths
-        before the step (the new tokens are pending: the attention call writes them)."""
-        seq_ids = [int(s) for s in seq_ids]
-        n_new = [int(n) for n in n_new]
+        """Appends n_new[b] tokens to sequence seq_ids[b], then returns (block_table int32 [B, W],
+        cache_seqlens int32 [B]) for this step, cache_seqlens being the lengths before the step (the new tokens
+        are pending: the attention call writes them). All or nothing: every check is made before the first
+        append, so if the pool is short for the whole batch (KvattnError(KVATTN_ERR_OUT_OF_PAGES)) or a sequence
+        would need more pages than the table's width W (max_pages_per_seq, or out's width), or an argument is
+        wrong (KvattnArgumentError), nothing changes. out: as in tables()."""
+        seq_ids = [_i32("seq_ids", s) for s in seq_ids]
+        n_new = [_i32("n_new", n) for n in n_new]
         if len(n_new) != len(seq_ids):
             raise KvattnArgumentError(f"n_new: {len(n_new)} counts for {len(seq_ids)} sequences")
         if len(set(seq_ids)) != len(seq_ids):
             raise KvattnArgumentError(f"seq_ids: a sequence appears twice in {seq_ids}")
+        width, width_name = self._width(out, len(seq_ids))
         need = 0
         for s, n in zip(seq_ids, n_new):
             length = self.seq_len(s)
@@ -136,7 +177,16 @@ class PagedKVCache:
                 raise KvattnArgumentError(f"seq_ids: {s} is not a live sequence")
             if n < 0:
                 raise KvattnArgumentError(f"n_new: {n} for sequence {s} must be >= 0")
-            need += max(0, -(-(length + n) // self.page_size) - self.seq_num_pages(s))
+            if length + n > _I32_MAX:
+                raise KvattnArgumentError(f"n_new: sequence {s} would hold {length} + {n} tokens, past the C "
+                                          f"library's int32")
+            pages_now = self.seq_num_pages(s)
+            pages_after = max(pages_now, -(-(length + n) // self.page_size))
+            if width is not None and pages_after > width:
+                raise KvattnArgumentError(f"{width_name}: sequence {s} would hold {pages_after} pages after this step "
+                                          f"({length} + {n} tokens of {self.page_size}) but the block table has "
+                                          f"{width} columns")
+            need += pages_after - pages_now
         if need > self.free_pages:
             raise KvattnError(ERR_OUT_OF_PAGES, f"this step needs {need} more pages but only {self.free_pages} of "
                                                 f"{self.num_pages} are free (page_size={self.page_size})",
@@ -149,20 +199,19 @@ class PagedKVCache:
         """Returns (block_table int32 [B, W], cache_seqlens int32 [B]) for the batch seq_ids, with
         cache_seqlens[b] = length - pending[b]. Unused block_table entries are -1. W = max_pages_per_seq (the
         constructor's) or the most pages any of these sequences has. With out=(block_table, cache_seqlens)
-        the tables are copied into those existing tensors (of the cache's kind and device; block_table may be
-        wider than needed) and they are returned: this is how a CUDA graph's input buffers are refreshed."""
-        seq_ids = np.ascontiguousarray(np.asarray(seq_ids, dtype=np.int32).reshape(-1))
+        the tables are copied into those existing int32 buffers (of the cache's kind; W = out's width) and they
+        are returned: this is how a CUDA graph's input buffers are refreshed. The buffers may have more rows
+        than B (a graph captured for a larger batch): rows B.. are set to an empty sequence (block table -1,
+        cache_seqlens 0)."""
+        seq_ids = np.array([_i32("seq_ids", s) for s in np.asarray(seq_ids).reshape(-1).tolist()], dtype=np.int32)
         B = int(seq_ids.shape[0])
         pend = None
         if pending is not None:
-            pend = np.ascontiguousarray(np.asarray(pending, dtype=np.int32).reshape(-1))
+            pend = np.array([_i32("pending", n) for n in np.asarray(pending).reshape(-1).tolist()], dtype=np.int32)
             if pend.shape[0] != B:
                 raise KvattnArgumentError(f"pending: {pend.shape[0]} counts for {B} sequences")
-        if out is not None:
-            width = int(out[0].shape[1])
-        elif self.max_pages_per_seq is not None:
-            width = self.max_pages_per_seq
-        else:
+        width, _ = self._width(out, B)
+        if width is None:
             width = max([self.seq_num_pages(int(s)) for s in seq_ids] + [1])
         bt = np.empty((B, width), dtype=np.int32)
         sl = np.empty((B,), dtype=np.int32)
@@ -172,8 +221,10 @@ class PagedKVCache:
         if self.kind == "numpy":
             if out is None:
                 return bt, sl
-            out[0][...] = bt
-            out[1][...] = sl
+            out[0][:B] = bt
+            out[0][B:] = -1
+            out[1][:B] = sl
+            out[1][B:] = 0
             return out
         torch = sys.modules["torch"]
         bt_t, sl_t = torch.from_numpy(bt), torch.from_numpy(sl)
@@ -181,6 +232,32 @@ class PagedKVCache:
             if self.device.type == "cpu":
                 return bt_t, sl_t
             return bt_t.to(self.device), sl_t.to(self.device)
-        out[0].copy_(bt_t)
-        out[1].copy_(sl_t)
+        out[0][:B].copy_(bt_t)
+        out[0][B:].fill_(-1)
+        out[1][:B].copy_(sl_t)
+        out[1][B:].fill_(0)
         return out
+
+    def _width(self, out, B):
+        """The block table's width and the argument that sets it: out's (checked: a pair of int32 buffers of
+        the cache's kind, [rows >= B, W] and [rows >= B]), max_pages_per_seq, or (None, None) for automatic."""
+        if out is None:
+            if self.max_pages_per_seq is not None:
+                return self.max_pages_per_seq, "max_pages_per_seq"
+            return None, None
+        try:
+            bt_out, sl_out = out
+        except (TypeError, ValueError):
+            raise KvattnArgumentError("out: expected a pair (block_table, cache_seqlens) of int32 buffers") from None
+        bt_a, sl_a = Arr(bt_out, "out[0] (block_table)"), Arr(sl_out, "out[1] (cache_seqlens)")
+        for a, ndim in ((bt_a, 2), (sl_a, 1)):
+            if a.kind != self.kind:
+                raise KvattnTypeError(f"{a.name}: is a {a.kind} array but the cache's are {self.kind} arrays")
+            if a.dtype != "int32":
+                raise KvattnTypeError(f"{a.name}: dtype {a.dtype} must be int32")
+            if a.ndim != ndim or a.shape[0] < B:
+                raise KvattnArgumentError(f"{a.name}: shape {list(a.shape)} must have {ndim} dimension(s) and at least "
+                                          f"B={B} rows (rows past B are set to an empty sequence: -1 pages, length 0)")
+        if bt_a.shape[1] < 1:
+            raise KvattnArgumentError(f"out[0] (block_table): width {bt_a.shape[1]} must be >= 1")
+        return bt_a.shape[1], "out"

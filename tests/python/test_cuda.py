@@ -161,3 +161,55 @@ def test_bad_page_index_on_device(kvattn, torch):
     kc_b = kc.clone()
     kc_b[1, 4] = torch.from_numpy(np.frombuffer(before[0], np.float16).reshape(kc.shape)[1, 4].copy()).cuda()
     assert be.snapshot(kc_b) == before[0]
+
+
+def test_side_stream_status_and_workspace_growth(kvattn, torch):
+    """A call on a side stream: its status is read by passing that stream; then a larger call on the default
+    stream grows the workspace (the old one was marked as used by the side stream, so its memory is not reused
+    under that stream's queued work), and results stay right."""
+    be = TorchBackend("cuda")
+    dtype, H, Hk, D = "float16", 4, 2, 64
+    rng = np.random.default_rng(5)
+    kc64 = rounded(be, rng.standard_normal((3, 16, Hk, D)), dtype)
+    kc, vc = be.array(kc64, dtype), be.array(kc64[::-1].copy(), dtype)
+    q64 = rounded(be, rng.standard_normal((3, 1, H, D)), dtype)
+    k64 = rounded(be, rng.standard_normal((3, 1, Hk, D)), dtype)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(20):  # queue work on the side stream, the last call with a failing sequence (1 is full)
+            kvattn.flash_attn_with_kvcache(be.array(q64, dtype), kc, vc, cache_seqlens=be.index([4, 16, 7]))
+        kvattn.flash_attn_with_kvcache(be.array(q64, dtype), kc.clone(), vc.clone(), be.array(k64, dtype),
+                                       be.array(k64, dtype), cache_seqlens=be.index([4, 16, 7]))
+    st = kvattn.device_status(stream=side)
+    assert not st.ok and st.first_failed == 1 and "CAPACITY" in st.reasons, st
+    with pytest.raises(kvattn.KvattnError, match="CAPACITY"):
+        kvattn.check_device_status(stream=side)
+    with pytest.raises(ValueError, match="stream"):
+        kvattn.device_status(stream=42)
+    torch.cuda.current_stream().wait_stream(side)
+    old = kvattn.workspace()
+    big = torch.randn(64, 1, 32, 128, dtype=torch.float16, device="cuda")
+    bkc = torch.randn(64, 512, 8, 128, dtype=torch.float16, device="cuda")
+    out = kvattn.flash_attn_with_kvcache(big, bkc, bkc, cache_seqlens=be.index([511] * 64), num_splits=8)
+    assert kvattn.workspace().numel() > old.numel()  # it grew
+    got = be.to64(out)
+    o, *_ = reference.sequence(be.to64(big)[5], be.to64(bkc)[5], be.to64(bkc)[5], 511, 0, None, None)
+    np.testing.assert_allclose(got[5], o, atol=4e-3, rtol=4e-3)
+
+
+def test_empty_tensors_stay_arrays(kvattn, torch):
+    """An empty torch tensor has a NULL data pointer, which the C layer reads as an absent option: a rotary
+    table of 0 positions must still be a table (its range check fails) and not turn rotary off."""
+    be = TorchBackend("cuda")
+    q = torch.randn(1, 1, 4, 64, dtype=torch.float16, device="cuda")
+    kc = torch.randn(1, 16, 2, 64, dtype=torch.float16, device="cuda")
+    k = torch.randn(1, 1, 2, 64, dtype=torch.float16, device="cuda")
+    cos = torch.empty(0, 16, dtype=torch.float32, device="cuda")
+    assert cos.data_ptr() == 0 or cos.numel() == 0
+    before = be.snapshot(kc)
+    kvattn.flash_attn_with_kvcache(q, kc, kc.clone(), k, k.clone(), rotary_cos=cos, rotary_sin=cos.clone(),
+                                   cache_seqlens=be.index([3]))
+    st = kvattn.device_status()
+    assert st.first_failed == 0 and "ROTARY_RANGE" in st.reasons, st
+    assert be.snapshot(kc) == before

@@ -83,12 +83,26 @@ ARG_ERRORS = [
     ("alibi-dtype", lambda a, be, d: a.update(alibi_slopes=be.array(np.ones(4), "float16")), TypeError,
      ["alibi_slopes:", "float32"], None),
     ("not-an-array", lambda a, be, d: a.update(q=[[1.0]]), TypeError, ["q:", "list"], None),
-    # found by the C validation: its status and message are forwarded
-    ("c-heads", lambda a, be, d: a.update(q=a["q"][:, :3], out=a["out"][:, :3]), Exception,
+    # found by the C validation: its status and message are forwarded, as a ValueError like Python's own finds
+    ("c-heads", lambda a, be, d: a.update(q=a["q"][:, :3], out=a["out"][:, :3]), ValueError,
      ["num_heads", "3"], "KVATTN_ERR_INVALID_ARGUMENT"),
-    ("c-window", lambda a, be, d: a.update(window_size=(-5, 0)), Exception, ["window_left", "-5"],
+    ("c-window", lambda a, be, d: a.update(window_size=(-5, 0)), ValueError, ["window_left", "-5"],
      "KVATTN_ERR_INVALID_ARGUMENT"),
-    ("c-softcap", lambda a, be, d: a.update(softcap=-1.0), Exception, ["softcap"], "KVATTN_ERR_INVALID_ARGUMENT"),
+    ("c-softcap", lambda a, be, d: a.update(softcap=-1.0), ValueError, ["softcap"], "KVATTN_ERR_INVALID_ARGUMENT"),
+    # the C field reads 0 as "1/sqrt(D)": a scale of 0 (or one that is 0 in float32) must not silently become that
+    ("scale-zero", lambda a, be, d: a.update(softmax_scale=0.0), ValueError, ["softmax_scale:", "None"], None),
+    ("scale-underflow", lambda a, be, d: a.update(softmax_scale=1e-46), ValueError, ["softmax_scale:", "float32"],
+     None),
+    # ctypes would wrap an int past int32 onto another length
+    ("seqlens-int-overflow", lambda a, be, d: a.update(cache_seqlens=2**32 + 5), ValueError,
+     ["cache_seqlens:", "int32"], None),
+    # overlapping rows: named here, not through the C field block_table_batch_stride
+    ("block-table-broadcast", lambda a, be, d: a.update(block_table=broadcast_rows(a["block_table"])), ValueError,
+     ["block_table:", "row stride 0"], None),
+    # written arrays whose elements share memory: NumPy's broadcast views are read-only, torch's expand() is not
+    ("out-expanded", lambda a, be, d: a.update(out=broadcast_rows(a["out"])), ValueError, ["out:"], None),
+    ("kcache-expanded", lambda a, be, d: a.update(k_cache=broadcast_rows(a["k_cache"])), ValueError, ["k_cache:"],
+     None),
 ]
 
 # data-dependent: the CPU finds them before writing anything
@@ -103,6 +117,10 @@ DATA_ERRORS = [
     ("leftpad", lambda a, be, d: a.update(cache_leftpad=be.index([6, 0])), ["leftpad"]),
     ("rotary-range", lambda a, be, d: a.update(rotary_cos=a["rotary_cos"][:6], rotary_sin=a["rotary_sin"][:6]),
      ["rotary"]),
+    # a table of 0 positions (an empty torch tensor has a NULL data pointer, which the C layer reads as "no
+    # rotary": it must stay a table, and fail its range check)
+    ("rotary-no-rows", lambda a, be, d: a.update(rotary_cos=be.array(np.zeros((0, 8)), "float32"),
+                                                 rotary_sin=be.array(np.zeros((0, 8)), "float32")), ["rotary"]),
 ]
 
 
@@ -237,3 +255,95 @@ def test_int32_fields_never_wrap(kvattn):
     with pytest.raises(kvattn.KvattnArgumentError, match="q_row_stride"):
         p.q_row_stride = 2**63
     assert p.total_q == 2**31 - 1
+
+
+def test_read_only_cache_without_new_tokens(kvattn):
+    """Only appends write the caches: a call without k/v takes read-only caches (and gives the same result)."""
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    for key in ("k", "v", "cu_seqlens_k", "rotary_cos", "rotary_sin"):
+        args.pop(key)
+    want = np.array(kvattn.flash_attn_varlen_func_with_kvcache(**args))
+    args["out"] = None
+    for key in ("k_cache", "v_cache"):
+        args[key] = args[key].copy()
+        args[key].flags.writeable = False
+    got = kvattn.flash_attn_varlen_func_with_kvcache(**args)
+    assert np.array_equal(got, want) and np.isfinite(want).all() and np.abs(want).max() > 0
+    # flash_attn_varlen_func with a paged k/v never writes them either
+    cu_k = be.index(np.asarray(d["S"]).cumsum().tolist() and [0] + np.asarray(d["S"]).cumsum().tolist())
+    out = kvattn.flash_attn_varlen_func(args["q"], args["k_cache"], args["v_cache"], args["cu_seqlens_q"], cu_k, 2, 9,
+                                        block_table=args["block_table"], causal=True)
+    assert np.isfinite(out).all()
+
+
+def test_errors_pickle(kvattn):
+    """An error raised in a worker process reaches the caller as itself (multiprocessing pickles it)."""
+    import pickle
+
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    args["cache_seqlens"] = be.index([5, 100])
+    with pytest.raises(kvattn.KvattnError) as info:
+        kvattn.flash_attn_varlen_func_with_kvcache(**args)
+    for e in (info.value, kvattn.KvattnArgumentError("q: bad", "f"), kvattn.KvattnTypeError("q: worse")):
+        e2 = pickle.loads(pickle.dumps(e))
+        assert type(e2) is type(e) and str(e2) == str(e)
+        assert (e2.status, e2.status_name, e2.message, e2.function) == (e.status, e.status_name, e.message, e.function)
+
+
+def test_numpy_strides_and_alignment(kvattn):
+    """NumPy views the C layer cannot take are refused naming the argument; a flip over an extent-1 axis (a
+    no-op) is taken and gives the same bits."""
+    import harness
+
+    be = harness.NumpyBackend()
+    rng = np.random.default_rng(11)
+    q1 = rng.standard_normal((2, 1, 4, 32)).astype(np.float16)  # fixed-length decode: Sq = 1
+    kc, vc = (rng.standard_normal((2, 10, 2, 32)).astype(np.float16) for _ in range(2))
+    seqlens = be.index([5, 9])
+    want = kvattn.flash_attn_with_kvcache(q1, kc, vc, cache_seqlens=seqlens)
+    flipped = np.flip(q1, axis=1)
+    assert flipped.strides[1] < 0 and np.abs(want).max() > 0
+    got = kvattn.flash_attn_with_kvcache(flipped, kc, vc, cache_seqlens=seqlens)
+    assert np.array_equal(got, want)
+    args, d = base_args(be)
+    q = args["q"]
+    run_and_expect(kvattn, be, dict(args, rotary_cos=args["rotary_cos"][::-1], rotary_sin=args["rotary_sin"][::-1]),
+                   ValueError, ["rotary_cos:", "negative strides"], None)
+    buf = np.zeros(q.size * q.itemsize + q.itemsize, np.uint8)
+    misaligned = np.frombuffer(buf, q.dtype, count=q.size, offset=1).reshape(q.shape)
+    misaligned[...] = q
+    run_and_expect(kvattn, be, dict(args, q=misaligned), ValueError, ["q:", "element size"], None)
+
+
+@pytest.mark.parametrize("layout", ["packed", "paged"])
+def test_varlen_func_bad_cu_seqlens_k(kvattn, backend, layout):
+    """flash_attn_varlen_func passes cu_seqlens_k as cache_leftpad / cache_seqlens: on the CPU a bad one is
+    reported under its own name."""
+    if backend.name == "torch-cuda":
+        pytest.skip("on CUDA, data-dependent failures go to the device status")
+    rng = np.random.default_rng(3)
+    H, Hk, D = 4, 2, 16
+    q = backend.array(rng.standard_normal((3, H, D)), "float16")
+    cu_q = backend.index([0, 2, 3])
+    if layout == "packed":
+        k = backend.array(rng.standard_normal((6, Hk, D)), "float16")
+        v = backend.array(rng.standard_normal((6, Hk, D)), "float16")
+        bt = None
+    else:
+        k = backend.array(rng.standard_normal((4, 2, Hk, D)), "float16")
+        v = backend.array(rng.standard_normal((4, 2, Hk, D)), "float16")
+        bt = backend.index([[0, 1], [2, 3]])
+    for cu_k, words in (([0, 4, 2], ["cu_seqlens_k", "non-decreasing"]), ([0, 2, 9], ["cu_seqlens_k", "9"])):
+        if layout == "paged" and cu_k[-1] == 9:
+            continue  # paged: the keys' count past the pages is a capacity failure of that sequence
+        with pytest.raises(kvattn.KvattnError) as info:
+            kvattn.flash_attn_varlen_func(q, k, v, cu_q, backend.index(cu_k), 2, 4, block_table=bt)
+        assert info.value.status_name == "KVATTN_ERR_BAD_DATA"
+        for w in words:
+            assert w in str(info.value), str(info.value)

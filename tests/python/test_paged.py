@@ -57,6 +57,74 @@ def test_fixed_width_and_out_buffers(kvattn, backend):
     assert (row[:2] >= 0).all() and (row[2:] == -1).all() and int(backend.to64(sl_buf)[0]) == 2
 
 
+def test_step_checks_everything_before_appending(kvattn, backend):
+    """A step that a sequence's table width cannot hold (max_pages_per_seq, or out's width) changes nothing."""
+    c = make_cache(kvattn, backend, num_pages=16, page_size=4, Hk=1, D=8, max_pages_per_seq=2)
+    a, b = c.add_seq(), c.add_seq()
+    with pytest.raises(ValueError) as info:
+        c.step([a, b], [3, 9])  # b would need 3 pages
+    assert "max_pages_per_seq" in str(info.value) and "3 pages" in str(info.value)
+    assert (c.seq_len(a), c.seq_len(b), c.free_pages) == (0, 0, 16)
+    bt_buf, sl_buf = backend.index(np.zeros((2, 1))), backend.index(np.zeros(2))
+    with pytest.raises(ValueError, match="out"):
+        c.step([a, b], [3, 5], out=(bt_buf, sl_buf))  # b would need 2 pages, out has 1 column
+    assert (c.seq_len(a), c.seq_len(b), c.free_pages) == (0, 0, 16)
+    bt, sl = c.step([a, b], [3, 5])
+    assert [int(x) for x in backend.to64(sl)] == [0, 0] and (c.seq_len(a), c.seq_len(b)) == (3, 5)
+
+
+def test_ids_and_counts_past_int32(kvattn, backend):
+    """ctypes would wrap 2**32 + id onto id: the page manager's int arguments are range-checked instead."""
+    c = make_cache(kvattn, backend, num_pages=8, page_size=4, Hk=1, D=8)
+    a = c.add_seq()
+    c.step([a], [6])
+    for bad in (lambda: c.free(2**32 + a), lambda: c.append(2**32 + a, 1), lambda: c.append(a, 2**32 + 1),
+                lambda: c.step([2**32 + a], [1]), lambda: c.step([a], [2**32 + 1]), lambda: c.fork(2**32 + a, 4),
+                lambda: c.tables([2**32 + a])):
+        with pytest.raises(ValueError, match="int32"):
+            bad()
+    assert c.seq_len(a) == 6 and c.seq_len(2**32 + a) == -1 and c.seq_num_pages(2**32 + a) == -1
+    assert c.free_pages == 6
+
+
+def test_out_buffers_with_more_rows(kvattn, backend):
+    """Graph buffers sized for a larger batch: rows past B become empty sequences (-1 pages, length 0)."""
+    c = make_cache(kvattn, backend, num_pages=10, page_size=2, Hk=1, D=4, max_pages_per_seq=4)
+    a, b = c.add_seq(), c.add_seq()
+    c.step([a, b], [3, 1])
+    bt_buf, sl_buf = backend.index(np.full((4, 4), 7)), backend.index(np.full(4, 7))
+    c.tables([a, b], out=(bt_buf, sl_buf))
+    bt, sl = backend.to64(bt_buf).astype(int), backend.to64(sl_buf).astype(int)
+    assert (bt[0, :2] >= 0).all() and (bt[0, 2:] == -1).all() and bt[1, 0] >= 0 and (bt[1, 1:] == -1).all()
+    assert (bt[2:] == -1).all() and list(sl) == [3, 1, 0, 0]
+    with pytest.raises(ValueError, match="rows"):
+        c.tables([a, b], out=(backend.index(np.zeros((1, 4))), backend.index(np.zeros(1))))
+    with pytest.raises(TypeError, match="int32"):
+        c.tables([a], out=(backend.array(np.zeros((1, 4)), "float32"), backend.index(np.zeros(1))))
+
+
+def test_empty_step_with_fixed_width(kvattn, backend):
+    """B = 0 is a valid no-op, also with the [0, W] table of a fixed width (NumPy 2 gives it strides (0, 0))."""
+    c = make_cache(kvattn, backend, num_pages=4, page_size=2, Hk=1, D=8, max_pages_per_seq=3)
+    bt, sl = c.step([], [])
+    assert tuple(bt.shape) == (0, 3) and tuple(sl.shape) == (0,)
+    q = backend.array(np.zeros((0, 2, 8)), "float16")
+    out = kvattn.flash_attn_varlen_func_with_kvcache(q, c.k_cache, c.v_cache, backend.index([0]), 0,
+                                                     cache_seqlens=sl, block_table=bt)
+    assert tuple(out.shape) == (0, 2, 8)
+
+
+def test_constructor_checks(kvattn):
+    for kw, exc, word in ((dict(dtype=np.float64), TypeError, "dtype"), (dict(dtype=np.int8), TypeError, "dtype"),
+                          (dict(head_dim=0), ValueError, "head_dim"), (dict(num_kv_heads=-1), ValueError,
+                                                                       "num_kv_heads"),
+                          (dict(max_pages_per_seq=0), ValueError, "max_pages_per_seq")):
+        args = dict(num_pages=4, page_size=2, num_kv_heads=1, head_dim=8, dtype=np.float16)
+        args.update(kw)
+        with pytest.raises(exc, match=word):
+            kvattn.PagedKVCache(**args)
+
+
 @pytest.mark.parametrize("page_size", [1, 3, 16])
 def test_generation_loop(kvattn, backend, page_size):
     """Inflight batching: each step has decoding sequences, a new prompt or a few speculative tokens; a
