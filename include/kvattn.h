@@ -46,8 +46,9 @@ typedef enum {
 
 /* Returns a static string naming a status code ("KVATTN_ERR_BAD_DATA"); never NULL. */
 KVATTN_API const char *kvattn_status_string(int status);
-/* Returns the detail of the last failing call made on this thread ("k_cache: page_size=0 must be >= 1"),
- * or "" when none failed yet. The pointer stays valid until the next kvattn call on this thread. */
+/* Returns the detail of the failure of the last kvattn call made on this thread that returns a status
+ * ("k_cache: page_size=0 must be >= 1"), or "" when that call succeeded (every such call clears it first). The
+ * pointer stays valid until the next kvattn call on this thread. */
 KVATTN_API const char *kvattn_last_error(void);
 
 /* ---- element types and backends ----------------------------------------------------------------------- */
@@ -96,7 +97,9 @@ typedef struct kvattn_params {
 
     /* KV cache. Contiguous (block_table == NULL): [cache_batch, cache_capacity, Hk, D], "batch" stride per
      * cache row. Paged (block_table != NULL): [num_pages, page_size, Hk, D], "batch" stride per page, any
-     * strides (NHD or HND). */
+     * strides (NHD or HND). A sequence's capacity (cache_capacity, or max_pages_per_seq * page_size) is at most
+     * KVATTN_MAX_CACHE_TOKENS. When k_new/v_new are given the caches are written, so their elements must not
+     * overlap (as for out and softmax_lse); a cache that is only read may (e.g. batch stride 0). */
     void *k_cache;
     void *v_cache;
     int64_t k_batch_stride, k_row_stride, k_head_stride;
@@ -145,6 +148,9 @@ typedef struct kvattn_params {
     float *softmax_lse;
     int64_t lse_batch_stride, lse_head_stride, lse_row_stride;
 } kvattn_params;
+
+/* The most tokens one sequence's cache may hold (2^31 - 2^16: positions and tile bounds stay in int32). */
+#define KVATTN_MAX_CACHE_TOKENS 2147418112
 
 /* Returns sizeof(kvattn_params) as compiled into the library (bindings compare it with their own). */
 KVATTN_API size_t kvattn_params_size(void);

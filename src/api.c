@@ -8,7 +8,7 @@
 
 static _Thread_local char last_error[1024];
 
-static void clear_error(void) { last_error[0] = '\0'; }
+void kv_clear_error(void) { last_error[0] = '\0'; }
 
 int kv_set_error(int status, const char *fmt, ...) {
     va_list ap;
@@ -45,7 +45,7 @@ const char *kvattn_status_string(int status) {
 const char *kvattn_last_error(void) { return last_error; }
 
 int kvattn_backend_available(int backend) {
-    clear_error();
+    kv_clear_error();
     if (backend == KVATTN_BACKEND_CPU) return 1;
     if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_available() ? 1 : 0;
     return 0;
@@ -74,12 +74,12 @@ static int validate(const kvattn_params *p, int backend) {
 }
 
 int kvattn_validate(const kvattn_params *p, int backend) {
-    clear_error();
+    kv_clear_error();
     return validate(p, backend);
 }
 
 int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes) {
-    clear_error();
+    kv_clear_error();
     RETURN_IF(bytes == NULL, KVATTN_ERR_INVALID_ARGUMENT, "bytes: NULL output pointer");
     *bytes = 0;
     int st = validate(p, backend);
@@ -89,7 +89,7 @@ int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes) {
 }
 
 int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t workspace_bytes, void *stream) {
-    clear_error();
+    kv_clear_error();
     int st = validate(p, backend);
     if (st != KVATTN_OK) return st;
     /* SPEC: B = 0 is a valid no-op. A CUDA call given a workspace still goes through kv_cuda_forward, whose
@@ -109,7 +109,7 @@ int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t 
 size_t kvattn_device_status_offset(void) { return 0; }
 
 int kvattn_device_status_read(const void *workspace, void *stream, kvattn_device_status *out) {
-    clear_error();
+    kv_clear_error();
     RETURN_IF(out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "out: NULL output pointer");
     RETURN_IF(workspace == NULL, KVATTN_ERR_INVALID_ARGUMENT, "workspace: NULL");
     return kv_cuda_status_read(workspace, stream, out);

@@ -88,6 +88,7 @@ static int32_t take_seq_id(kvattn_pages *pool) {
 }
 
 int kvattn_pages_create(kvattn_pages **out, int32_t num_pages, int32_t page_size) {
+    kv_clear_error();
     RETURN_IF(!out, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_create: out is NULL");
     *out = NULL;
     RETURN_IF(num_pages < 0, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_create: num_pages=%d must be >= 0",
@@ -123,6 +124,7 @@ void kvattn_pages_destroy(kvattn_pages *pool) {
 }
 
 int kvattn_pages_add_seq(kvattn_pages *pool, int32_t *seq_id) {
+    kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_add_seq: pool is NULL");
     RETURN_IF(!seq_id, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_add_seq: seq_id is NULL");
     int st = reserve_seq_slot(pool, "kvattn_pages_add_seq");
@@ -132,6 +134,7 @@ int kvattn_pages_add_seq(kvattn_pages *pool, int32_t *seq_id) {
 }
 
 int kvattn_pages_fork(kvattn_pages *pool, int32_t parent, int32_t n_tokens, int32_t *seq_id) {
+    kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_fork: pool is NULL");
     RETURN_IF(!seq_id, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_fork: seq_id is NULL");
     const kv_page_seq *par = find_seq(pool, parent);
@@ -165,6 +168,7 @@ int kvattn_pages_fork(kvattn_pages *pool, int32_t parent, int32_t n_tokens, int3
 }
 
 int kvattn_pages_append(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens) {
+    kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_append: pool is NULL");
     RETURN_IF(!find_seq(pool, seq_id), KVATTN_ERR_INVALID_ARGUMENT,
               "kvattn_pages_append: seq_id=%d is not a live sequence", seq_id);
@@ -200,6 +204,7 @@ int kvattn_pages_append(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens) {
 }
 
 int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id) {
+    kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_release: pool is NULL");
     RETURN_IF(!find_seq(pool, seq_id), KVATTN_ERR_INVALID_ARGUMENT,
               "kvattn_pages_release: seq_id=%d is not a live sequence", seq_id);
@@ -219,6 +224,7 @@ int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id) {
 int kvattn_pages_fill(const kvattn_pages *pool, const int32_t *seq_ids, int32_t n, const int32_t *pending,
                       int32_t *block_table, int64_t block_table_stride, int32_t max_pages_per_seq,
                       int32_t *cache_seqlens) {
+    kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_fill: pool is NULL");
     RETURN_IF(n < 0, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_fill: n=%d must be >= 0", n);
     if (n == 0) return KVATTN_OK;

@@ -6,9 +6,10 @@
 #include <math.h>
 
 /* Largest element offset of a tensor with these extents and strides (the last dimension, D, contiguous),
- * or -1 when it overflows int64. An empty tensor (some extent 0) has offset 0. */
-static int64_t max_offset(int n, const int64_t *extent, const int64_t *stride) {
-    int64_t off = 0;
+ * or -1 when it, or the byte offset just past that element (elements of esize bytes), overflows int64: the
+ * backends form byte addresses from it. An empty tensor (some extent 0) has offset 0. */
+static int64_t max_offset(int n, const int64_t *extent, const int64_t *stride, int esize) {
+    int64_t off = 0, bytes;
     for (int k = 0; k < n; k++)
         if (extent[k] <= 0) return 0;
     for (int k = 0; k < n; k++) {
@@ -16,15 +17,42 @@ static int64_t max_offset(int n, const int64_t *extent, const int64_t *stride) {
         if (__builtin_mul_overflow(extent[k] - 1, stride[k], &term)) return -1;
         if (__builtin_add_overflow(off, term, &off)) return -1;
     }
+    if (__builtin_add_overflow(off, 1, &bytes) || __builtin_mul_overflow(bytes, (int64_t)esize, &bytes)) return -1;
     return off;
 }
+
+/* 1 when two elements of a tensor that the call writes could share an address: with its dimensions of extent > 1
+ * ordered by stride, each stride must lie past the largest offset that the dimensions inside it reach (so a
+ * stride of 0, or a head stride below D, is an overlap). Call after max_offset, which excludes overflow. */
+static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
+    int idx[5], m = 0;
+    for (int k = 0; k < n; k++) {
+        if (extent[k] <= 0) return 0; /* empty: nothing is written */
+        if (extent[k] > 1) idx[m++] = k;
+    }
+    for (int a = 1; a < m; a++) /* insertion sort by stride */
+        for (int c = a; c > 0 && stride[idx[c]] < stride[idx[c - 1]]; c--) {
+            int t = idx[c];
+            idx[c] = idx[c - 1];
+            idx[c - 1] = t;
+        }
+    int64_t reach = 0;
+    for (int a = 0; a < m; a++) {
+        if (stride[idx[a]] <= reach) return 1;
+        reach += (extent[idx[a]] - 1) * stride[idx[a]];
+    }
+    return 0;
+}
+
+static int dtype_size(int dtype) { return dtype == KVATTN_F32 ? 4 : 2; }
 
 #define CHECK_STRIDE(name, v) \
     RETURN_IF((v) < 0, KVATTN_ERR_INVALID_ARGUMENT, "%s: stride %s=%lld must be >= 0", name, #v, (long long)(v))
 
-/* A row tensor (q, k_new, v_new, out): varlen [total, heads, D] or fixed [B, seqlen, heads, D]. */
-static int check_rows(const char *name, int varlen, int32_t B, int32_t rows, int32_t heads, int32_t D,
-                      int64_t batch_stride, int64_t row_stride, int64_t head_stride) {
+/* A row tensor (q, k_new, v_new, out): varlen [total, heads, D] or fixed [B, seqlen, heads, D]; written: the
+ * call writes it (out), so its elements must not overlap. */
+static int check_rows(const char *name, int varlen, int32_t B, int32_t rows, int32_t heads, int32_t D, int esize,
+                      int written, int64_t batch_stride, int64_t row_stride, int64_t head_stride) {
     RETURN_IF(batch_stride < 0 || row_stride < 0 || head_stride < 0, KVATTN_ERR_INVALID_ARGUMENT,
               "%s: strides (batch=%lld, row=%lld, head=%lld) must be >= 0", name, (long long)batch_stride,
               (long long)row_stride, (long long)head_stride);
@@ -34,9 +62,13 @@ static int check_rows(const char *name, int varlen, int32_t B, int32_t rows, int
     ext[n] = rows; str[n++] = row_stride;
     ext[n] = heads; str[n++] = head_stride;
     ext[n] = D; str[n++] = 1;
-    RETURN_IF(max_offset(n, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+    RETURN_IF(max_offset(n, ext, str, esize) < 0, KVATTN_ERR_INVALID_ARGUMENT,
               "%s: shape and strides (batch=%lld, row=%lld, head=%lld) overflow int64 offsets", name,
               (long long)batch_stride, (long long)row_stride, (long long)head_stride);
+    RETURN_IF(written && may_overlap(n, ext, str), KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: strides (batch=%lld, row=%lld, head=%lld) make elements overlap (rows=%d, heads=%d, D=%d), and "
+              "kvattn writes it", name, (long long)batch_stride, (long long)row_stride, (long long)head_stride,
+              rows, heads, D);
     return KVATTN_OK;
 }
 
@@ -48,10 +80,15 @@ static int check_cache(const char *name, const kvattn_params *p, int64_t batch_s
     int64_t ext[4] = {p->block_table ? p->num_pages : p->cache_batch,
                       p->block_table ? p->page_size : p->cache_capacity, p->num_kv_heads, p->head_dim};
     int64_t str[4] = {batch_stride, row_stride, head_stride, 1};
-    RETURN_IF(max_offset(4, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+    RETURN_IF(max_offset(4, ext, str, dtype_size(p->dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
               "%s: shape [%lld, %lld, %lld, %lld] with strides (%lld, %lld, %lld) overflows int64 offsets", name,
               (long long)ext[0], (long long)ext[1], (long long)ext[2], (long long)ext[3],
               (long long)batch_stride, (long long)row_stride, (long long)head_stride);
+    /* appending writes the cache: its rows must not overlap (a cache only read may broadcast, e.g. batch stride 0) */
+    RETURN_IF(p->k_new && may_overlap(4, ext, str), KVATTN_ERR_INVALID_ARGUMENT,
+              "%s: shape [%lld, %lld, %lld, %lld] with strides (%lld, %lld, %lld) makes elements overlap, and "
+              "k_new/v_new are appended into it", name, (long long)ext[0], (long long)ext[1], (long long)ext[2],
+              (long long)ext[3], (long long)batch_stride, (long long)row_stride, (long long)head_stride);
     return KVATTN_OK;
 }
 
@@ -121,9 +158,11 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         RETURN_IF(p->v_cache == NULL, KVATTN_ERR_INVALID_ARGUMENT, "v_cache: NULL with batch=%d", B);
         RETURN_IF(p->cache_seqlens == NULL, KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens: NULL with batch=%d", B);
     }
-    if ((st = check_rows("q", q_varlen, B, q_rows, H, D, p->q_batch_stride, p->q_row_stride, p->q_head_stride)))
+    const int esize = dtype_size(p->dtype);
+    if ((st = check_rows("q", q_varlen, B, q_rows, H, D, esize, 0, p->q_batch_stride, p->q_row_stride,
+                         p->q_head_stride)))
         return st;
-    if ((st = check_rows("out", q_varlen, B, q_rows, H, D, p->out_batch_stride, p->out_row_stride,
+    if ((st = check_rows("out", q_varlen, B, q_rows, H, D, esize, 1, p->out_batch_stride, p->out_row_stride,
                          p->out_head_stride)))
         return st;
     if (p->softmax_lse) {
@@ -131,10 +170,14 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                   KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse: strides (batch=%lld, head=%lld, row=%lld) must be >= 0",
                   (long long)p->lse_batch_stride, (long long)p->lse_head_stride, (long long)p->lse_row_stride);
         int64_t ext[3] = {B, H, q_rows}, str[3] = {p->lse_batch_stride, p->lse_head_stride, p->lse_row_stride};
-        RETURN_IF(max_offset(q_varlen ? 2 : 3, q_varlen ? ext + 1 : ext, q_varlen ? str + 1 : str) < 0,
+        RETURN_IF(max_offset(q_varlen ? 2 : 3, q_varlen ? ext + 1 : ext, q_varlen ? str + 1 : str, 4) < 0,
                   KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse: shape and strides (batch=%lld, head=%lld, row=%lld) "
                   "overflow int64 offsets", (long long)p->lse_batch_stride, (long long)p->lse_head_stride,
                   (long long)p->lse_row_stride);
+        RETURN_IF(may_overlap(q_varlen ? 2 : 3, q_varlen ? ext + 1 : ext, q_varlen ? str + 1 : str),
+                  KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse: strides (batch=%lld, head=%lld, row=%lld) make elements "
+                  "overlap (B=%d, H=%d, rows=%d), and kvattn writes it", (long long)p->lse_batch_stride,
+                  (long long)p->lse_head_stride, (long long)p->lse_row_stride, B, H, q_rows);
     }
 
     /* new tokens */
@@ -154,11 +197,11 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                       "seqlen_knew: B=%d times seqlen_knew=%d rows exceeds 2^31-1", B, p->seqlen_knew);
             n_rows = p->seqlen_knew;
         }
-        if ((st = check_rows("k_new", n_varlen, B, n_rows, Hk, D, p->knew_batch_stride, p->knew_row_stride,
-                             p->knew_head_stride)))
+        if ((st = check_rows("k_new", n_varlen, B, n_rows, Hk, D, esize, 0, p->knew_batch_stride,
+                             p->knew_row_stride, p->knew_head_stride)))
             return st;
-        if ((st = check_rows("v_new", n_varlen, B, n_rows, Hk, D, p->vnew_batch_stride, p->vnew_row_stride,
-                             p->vnew_head_stride)))
+        if ((st = check_rows("v_new", n_varlen, B, n_rows, Hk, D, esize, 0, p->vnew_batch_stride,
+                             p->vnew_row_stride, p->vnew_head_stride)))
             return st;
     }
 
@@ -170,14 +213,14 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         RETURN_IF(p->num_pages < 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: num_pages=%d must be >= 0", p->num_pages);
         RETURN_IF(p->max_pages_per_seq < 0, KVATTN_ERR_INVALID_ARGUMENT, "block_table: max_pages_per_seq=%d must be >= 0",
                   p->max_pages_per_seq);
-        RETURN_IF((int64_t)p->max_pages_per_seq * p->page_size > INT32_MAX, KVATTN_ERR_INVALID_ARGUMENT,
-                  "block_table: max_pages_per_seq=%d times page_size=%d exceeds 2^31-1 tokens",
-                  p->max_pages_per_seq, p->page_size);
+        RETURN_IF((int64_t)p->max_pages_per_seq * p->page_size > KV_MAX_TOKENS, KVATTN_ERR_INVALID_ARGUMENT,
+                  "block_table: max_pages_per_seq=%d times page_size=%d exceeds %d tokens (2^31 - 2^16)",
+                  p->max_pages_per_seq, p->page_size, KV_MAX_TOKENS);
         RETURN_IF(p->block_table_batch_stride < p->max_pages_per_seq, KVATTN_ERR_INVALID_ARGUMENT,
                   "block_table: block_table_batch_stride=%lld must be >= max_pages_per_seq=%d",
                   (long long)p->block_table_batch_stride, p->max_pages_per_seq);
         int64_t ext[2] = {B, p->max_pages_per_seq}, str[2] = {p->block_table_batch_stride, 1};
-        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+        RETURN_IF(max_offset(2, ext, str, 4) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "block_table: B=%d rows of stride %lld overflow int64 offsets", B,
                   (long long)p->block_table_batch_stride);
     } else {
@@ -187,6 +230,8 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                   p->cache_batch);
         RETURN_IF(p->cache_capacity < 0, KVATTN_ERR_INVALID_ARGUMENT, "k_cache: cache_capacity=%d must be >= 0",
                   p->cache_capacity);
+        RETURN_IF(p->cache_capacity > KV_MAX_TOKENS, KVATTN_ERR_INVALID_ARGUMENT,
+                  "k_cache: cache_capacity=%d exceeds %d tokens (2^31 - 2^16)", p->cache_capacity, KV_MAX_TOKENS);
         RETURN_IF(p->cache_batch_idx == NULL && B > p->cache_batch, KVATTN_ERR_INVALID_ARGUMENT,
                   "k_cache: cache_batch=%d is smaller than batch=%d and cache_batch_idx is NULL", p->cache_batch, B);
     }
@@ -209,7 +254,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                   KVATTN_ERR_INVALID_ARGUMENT, "rotary_row_stride: %lld must be 0 or >= rotary_dim/2=%d",
                   (long long)p->rotary_row_stride, R / 2);
         int64_t ext[2] = {p->rotary_max_pos, R / 2}, str[2] = {p->rotary_row_stride ? p->rotary_row_stride : R / 2, 1};
-        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+        RETURN_IF(max_offset(2, ext, str, dtype_size(p->rotary_dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "rotary_cos: rotary_max_pos=%d rows of stride %lld overflow int64 offsets", p->rotary_max_pos,
                   (long long)str[0]);
     }
@@ -220,7 +265,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                   "alibi_batch_stride: %lld must be 0 ([H] slopes) or >= num_heads=%d ([B, H] slopes)",
                   (long long)p->alibi_batch_stride, H);
         int64_t ext[2] = {B, H}, str[2] = {p->alibi_batch_stride, 1};
-        RETURN_IF(max_offset(2, ext, str) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+        RETURN_IF(max_offset(2, ext, str, 4) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "alibi_slopes: B=%d rows of stride %lld overflow int64 offsets", B, (long long)p->alibi_batch_stride);
     }
     return KVATTN_OK;

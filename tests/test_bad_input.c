@@ -148,6 +148,17 @@ static const arg_case ARG_CASES[] = {
     {"k_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", "k_batch_stride", -1},
     {"struct_size wrong", KVATTN_ERR_INVALID_ARGUMENT, "struct_size", NULL, -1},
     {"head_dim 70000", KVATTN_ERR_UNSUPPORTED, "head_dim", NULL, -1},
+    /* written tensors whose elements overlap (every element would not get its own address) */
+    {"out head stride 0", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"out head stride < head_dim", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"softmax_lse strides 0 (left at the default)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
+    {"k_cache row stride 0 with appends", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"v_cache rows overlapping heads with appends", KVATTN_ERR_INVALID_ARGUMENT, "v_cache", NULL, -1},
+    /* the element offset fits int64 but its byte address does not */
+    {"q_row_stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"cache_capacity past KVATTN_MAX_CACHE_TOKENS", KVATTN_ERR_INVALID_ARGUMENT, "cache_capacity", NULL, 0},
+    {"max_pages_per_seq * page_size past KVATTN_MAX_CACHE_TOKENS", KVATTN_ERR_INVALID_ARGUMENT,
+     "max_pages_per_seq", NULL, 1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -193,6 +204,15 @@ static void mutate_args(int id, kvattn_params *d) {
     case 37: d->k_batch_stride = INT64_MAX / 2; d->v_batch_stride = INT64_MAX / 2; break;
     case 38: d->struct_size = (int64_t)sizeof(kvattn_params) - 8; break;
     case 39: d->head_dim = 70000; break;
+    case 40: d->out_head_stride = 0; break;
+    case 41: d->out_head_stride = D0 / 2; break;
+    case 42: d->lse_batch_stride = d->lse_head_stride = d->lse_row_stride = 0; break;
+    case 43: d->k_row_stride = 0; break;
+    case 44: d->v_row_stride = D0; d->v_head_stride = D0; break; /* [.., rows, Hk, D]: rows and heads share rows */
+    case 45: d->q_row_stride = (INT64_MAX / 2) / (d->total_q - 1) + 1; break; /* x 2 bytes past INT64_MAX */
+    case 46: d->cache_capacity = KVATTN_MAX_CACHE_TOKENS + 1; break;
+    case 47: d->max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / PS0 + 1; d->block_table_batch_stride = d->max_pages_per_seq;
+        break;
     }
 }
 
@@ -370,6 +390,54 @@ int main(void) {
         run_empty_batch(backend, dt);
         if (backend == KVATTN_BACKEND_CUDA) run_cuda_only();
     }
+    /* the largest capacity validates (a cache only read may also broadcast: batch stride 0 over 4 rows) */
+    kvt_case_begin("capacity KVATTN_MAX_CACHE_TOKENS validates; a read-only cache may broadcast");
+    {
+        static char q[8 * 2], out[8 * 2], kc[8 * 2];
+        static int32_t seqlens[4] = {1, 1, 1, 1};
+        kvattn_params p = kvattn_params_default();
+        p.dtype = KVATTN_F16; p.batch = 4; p.num_heads = 1; p.num_kv_heads = 1; p.head_dim = 8;
+        p.q = q; p.seqlen_q = 1; p.q_batch_stride = 0; p.q_row_stride = 8; p.q_head_stride = 8; /* read: may broadcast */
+        p.out = out; p.out_batch_stride = 8; p.out_row_stride = 8; p.out_head_stride = 8;
+        p.k_cache = p.v_cache = kc; p.cache_batch = 1; p.cache_capacity = KVATTN_MAX_CACHE_TOKENS;
+        p.k_batch_stride = p.v_batch_stride = (int64_t)KVATTN_MAX_CACHE_TOKENS * 8;
+        p.k_row_stride = p.v_row_stride = 8; p.k_head_stride = p.v_head_stride = 8;
+        p.cache_batch_idx = NULL; p.cache_seqlens = seqlens;
+        p.cache_batch = 4; p.k_batch_stride = p.v_batch_stride = 0;
+        int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
+        if (st != KVATTN_OK) kvt_failf("validate: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        static char out4[4 * 8 * 2];
+        p.out = out4;
+        p.out_batch_stride = 4; /* [4, 1, 1, 8] with batch stride 4 < D: rows overlap, and out is written */
+        st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "out"))
+            kvt_failf("overlapping out: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+    }
+    kvt_case_end();
+    /* kvattn_last_error() describes the last call that returns a status: "" once one succeeds, pages too */
+    kvt_case_begin("last_error is cleared by a successful call");
+    {
+        kvattn_pages *pool = NULL;
+        int st = kvattn_pages_create(&pool, 4, 0);
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "page_size"))
+            kvt_failf("pages_create(page_size 0): %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        st = kvattn_pages_create(&pool, 4, 2);
+        if (st != KVATTN_OK || kvattn_last_error()[0] != '\0')
+            kvt_failf("pages_create after a failure: %s, last_error \"%s\"", kvattn_status_string(st),
+                      kvattn_last_error());
+        int32_t id = -1;
+        if (kvattn_pages_append(pool, 99, 1) != KVATTN_ERR_INVALID_ARGUMENT) kvt_failf("append to seq 99 succeeded");
+        if (kvattn_pages_add_seq(pool, &id) != KVATTN_OK || kvattn_last_error()[0] != '\0')
+            kvt_failf("add_seq after a failure left last_error \"%s\"", kvattn_last_error());
+        kvattn_pages_destroy(pool);
+        kvattn_params p = kvattn_params_default();
+        if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])
+            kvt_failf("default params (no heads) validated");
+        p.num_heads = p.num_kv_heads = p.head_dim = 8;
+        if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_OK || kvattn_last_error()[0] != '\0')
+            kvt_failf("B = 0 call: last_error \"%s\"", kvattn_last_error());
+    }
+    kvt_case_end();
     /* the status strings are stable names */
     kvt_case_begin("status strings");
     if (strcmp(kvattn_status_string(KVATTN_ERR_BAD_DATA), "KVATTN_ERR_BAD_DATA") != 0)
