@@ -200,7 +200,8 @@ typedef struct kvattn_device_status {
 /* Byte offset of the kvattn_device_status record inside a CUDA workspace (for reading it asynchronously). */
 KVATTN_API size_t kvattn_device_status_offset(void);
 /* Copies the status record of `workspace` (device memory) to *out, waiting for `stream` to reach it:
- * this synchronizes the stream, which is the caller's choice. Returns KVATTN_OK or KVATTN_ERR_CUDA. */
+ * this synchronizes the stream, which is the caller's choice. Returns KVATTN_OK, KVATTN_ERR_INVALID_ARGUMENT
+ * for a stream being captured into a CUDA graph (read it after the graph's launch), or KVATTN_ERR_CUDA. */
 KVATTN_API int kvattn_device_status_read(const void *workspace, void *stream, kvattn_device_status *out);
 
 /* ---- page manager for inflight batching (host-side bookkeeping only; it never touches cache data) -------

@@ -29,6 +29,8 @@ extern "C" int kv_set_error(int status, const char *fmt, ...);
 #endif
 #ifndef __CUDACC__
 void kv_clear_error(void); /* at the start of every public call that returns a status */
+#else
+extern "C" void kv_clear_error(void);
 #endif
 #define KV_MAX_TOKENS KVATTN_MAX_CACHE_TOKENS
 /* RETURN_IF(cond, status, "fmt", ...): one-line checks that keep validation readable. */

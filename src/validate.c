@@ -115,6 +115,9 @@ int kv_validate_args(const kvattn_params *p, int backend) {
 
     const int32_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim;
     RETURN_IF(B < 0, KVATTN_ERR_INVALID_ARGUMENT, "batch: B=%d must be >= 0", B);
+    /* the kernels step over sequences in int32 by up to a block's threads */
+    RETURN_IF(B > KV_MAX_TOKENS, KVATTN_ERR_INVALID_ARGUMENT, "batch: B=%d exceeds %d (2^31 - 2^16)", B,
+              KV_MAX_TOKENS);
     RETURN_IF(H <= 0, KVATTN_ERR_INVALID_ARGUMENT, "num_heads: H=%d must be >= 1", H);
     RETURN_IF(Hk <= 0, KVATTN_ERR_INVALID_ARGUMENT, "num_kv_heads: Hk=%d must be >= 1", Hk);
     RETURN_IF(H % Hk != 0, KVATTN_ERR_INVALID_ARGUMENT, "num_heads: H=%d not divisible by num_kv_heads=%d", H, Hk);

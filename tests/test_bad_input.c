@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef KVATTN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 enum { B0 = 3, H0 = 4, HK0 = 2, D0 = 64, PS0 = 16, MAXP0 = 4, POOL0 = 16, CAP0 = 64, BC0 = 5, MAXPOS0 = 64 };
 static const int NQ0[B0] = {1, 3, 2}, NNEW0[B0] = {1, 1, 2}, S0[B0] = {20, 5, 40}, L0[B0] = {0, 2, 3};
@@ -159,6 +162,7 @@ static const arg_case ARG_CASES[] = {
     {"cache_capacity past KVATTN_MAX_CACHE_TOKENS", KVATTN_ERR_INVALID_ARGUMENT, "cache_capacity", NULL, 0},
     {"max_pages_per_seq * page_size past KVATTN_MAX_CACHE_TOKENS", KVATTN_ERR_INVALID_ARGUMENT,
      "max_pages_per_seq", NULL, 1},
+    {"batch past 2^31 - 2^16", KVATTN_ERR_INVALID_ARGUMENT, "batch", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -213,6 +217,7 @@ static void mutate_args(int id, kvattn_params *d) {
     case 46: d->cache_capacity = KVATTN_MAX_CACHE_TOKENS + 1; break;
     case 47: d->max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / PS0 + 1; d->block_table_batch_stride = d->max_pages_per_seq;
         break;
+    case 48: d->batch = 2147418113; break;
     }
 }
 
@@ -373,6 +378,49 @@ static void run_cuda_only(void) {
     kvt_problem_free(&P);
 }
 
+/* An error that the caller's own code left pending (a failed cudaMalloc: not sticky) is not kvattn's: the call
+ * succeeds, on the fused path (a small block table) and on the check kernel's (one of more than 65536 slots,
+ * which kvattn once launched with <<<>>> and checked with cudaGetLastError, returning the caller's error). */
+static void run_pending_error(int wide) {
+#ifdef KVATTN_HAVE_CUDA
+    kvt_problem P;
+    build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_BF16);
+    if (wide) {
+        const int W = 32768; /* B0 x W > 65536 slots: the check kernel runs the page checks */
+        int32_t *old = (int32_t *)malloc(sizeof(int32_t) * B0 * MAXP0);
+        memcpy(old, P.block_table.host, sizeof(int32_t) * B0 * MAXP0);
+        kvt_arr_alloc(&P, &P.block_table, "block_table", sizeof(int32_t) * B0 * W);
+        int32_t *bt = (int32_t *)P.block_table.host;
+        for (int b = 0; b < B0; b++)
+            for (int j = 0; j < W; j++) bt[(size_t)b * W + j] = j < MAXP0 ? old[b * MAXP0 + j] : -1;
+        free(old);
+        P.ph.max_pages_per_seq = W;
+        P.ph.block_table_batch_stride = W;
+    }
+    kvt_case_begin("cuda: a CUDA error the caller left pending does not fail the call (%s)",
+                   wide ? "check kernel" : "fused checks");
+    const char *no_api = getenv("KVATTN_TEST_NO_API_ERRORS");
+    if (no_api && no_api[0] && no_api[0] != '0') {
+        /* compute-sanitizer reports the provoked cudaMalloc failure as an API error (gpu_run.sh's memcheck) */
+        kvt_case_skip("KVATTN_TEST_NO_API_ERRORS: the case provokes a CUDA API error on purpose");
+    } else {
+        if (kvt_problem_upload(&P, 1) == 0) {
+            void *junk = NULL;
+            if (cudaMalloc(&junk, (size_t)1 << 60) == cudaSuccess) {
+                cudaFree(junk);
+                kvt_failf("cudaMalloc of 2^60 bytes succeeded: no pending error to test with");
+            }
+            kvt_problem_run(&P, kvt_expect_ok());
+        }
+        kvt_case_end();
+    }
+    (void)cudaGetLastError();
+    kvt_problem_free(&P);
+#else
+    (void)wide;
+#endif
+}
+
 int main(void) {
     kvt_init("test_bad_input");
     int backends[2] = {KVATTN_BACKEND_CPU, KVATTN_BACKEND_CUDA};
@@ -388,7 +436,11 @@ int main(void) {
         if (backend == KVATTN_BACKEND_CPU) /* the checks do not depend on the element type */
             for (int id = 0; id < N_DATA_CASES; id++) run_data_case(backend, id, 1, KVATTN_F32);
         run_empty_batch(backend, dt);
-        if (backend == KVATTN_BACKEND_CUDA) run_cuda_only();
+        if (backend == KVATTN_BACKEND_CUDA) {
+            run_cuda_only();
+            run_pending_error(0);
+            run_pending_error(1);
+        }
     }
     /* the largest capacity validates (a cache only read may also broadcast: batch stride 0 over 4 rows) */
     kvt_case_begin("capacity KVATTN_MAX_CACHE_TOKENS validates; a read-only cache may broadcast");

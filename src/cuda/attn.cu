@@ -147,19 +147,22 @@ size_t kv_attn_workspace_bytes(const kvattn_params *p, const kv_device_info *dev
 
 template <typename T>
 static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_device_info *dev, cudaStream_t stream) {
-    const int grid = dev->num_sms * 8;
+    const unsigned grid = dev->num_sms * 8;
+    /* launched through kv_launch, which returns this launch's own status: cudaGetLastError would also return
+     * (and clear) an error that the caller's code left pending */
+    cudaError_t e;
     switch ((p->head_dim + 31) / 32) {
-    case 1: kv_attn_v0_kernel<T, 1><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 2: kv_attn_v0_kernel<T, 2><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 3: kv_attn_v0_kernel<T, 3><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 4: kv_attn_v0_kernel<T, 4><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 5: kv_attn_v0_kernel<T, 5><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 6: kv_attn_v0_kernel<T, 6><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 7: kv_attn_v0_kernel<T, 7><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
-    case 8: kv_attn_v0_kernel<T, 8><<<grid, 256, 0, stream>>>(*p, seq_ok); break;
+    case 1: e = kv_launch(kv_attn_v0_kernel<T, 1>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 2: e = kv_launch(kv_attn_v0_kernel<T, 2>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 3: e = kv_launch(kv_attn_v0_kernel<T, 3>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 4: e = kv_launch(kv_attn_v0_kernel<T, 4>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 5: e = kv_launch(kv_attn_v0_kernel<T, 5>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 6: e = kv_launch(kv_attn_v0_kernel<T, 6>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 7: e = kv_launch(kv_attn_v0_kernel<T, 7>, grid, 256, 0, stream, 0, *p, seq_ok); break;
+    case 8: e = kv_launch(kv_attn_v0_kernel<T, 8>, grid, 256, 0, stream, 0, *p, seq_ok); break;
     default: return kv_set_error(KVATTN_ERR_INTERNAL, "head_dim=%d: no v0 kernel", p->head_dim);
     }
-    KV_CUDA_CHECK_RET(cudaGetLastError());
+    KV_CUDA_CHECK_RET(e);
     return KVATTN_OK;
 }
 

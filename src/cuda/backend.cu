@@ -24,7 +24,12 @@ static int env_on(const char *name) {
 
 int kv_device_info_get(kv_device_info *info) {
     int device = 0;
-    KV_CUDA_CHECK_RET(cudaGetDevice(&device));
+    const cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+        (void)cudaGetLastError(); /* this call's own error, not sticky: not left for the caller's next check */
+        return kv_set_error(KVATTN_ERR_NOT_AVAILABLE, "no usable CUDA device: %s", cudaGetErrorString(e));
+    }
+    KV_CUDA_CHECK_RET(e);
     if (device < 0 || device >= KV_MAX_DEVICES)
         return kv_set_error(KVATTN_ERR_UNSUPPORTED, "device ordinal %d: at most %d devices supported", device,
                             KV_MAX_DEVICES);
@@ -81,6 +86,7 @@ size_t kv_ws_attn_offset(const kvattn_params *p) {
 static kv_device_info kv_device_info_or_default(void) {
     kv_device_info dev;
     if (kv_device_info_get(&dev) != KVATTN_OK) {
+        kv_clear_error(); /* the size query itself succeeds */
         dev.device = -1;
         dev.num_sms = 132;
         dev.max_smem_optin = 227 * 1024;
@@ -302,13 +308,6 @@ static int kv_append_vectorizable(const kvattn_params *p) {
 }
 
 /* ---- entry points -------------------------------------------------------------------------------------- */
-#define KV_LAUNCH_CHECK(what)                                                                                \
-    do {                                                                                                     \
-        cudaError_t err_ = cudaGetLastError();                                                               \
-        if (err_ != cudaSuccess)                                                                             \
-            return kv_set_error(KVATTN_ERR_CUDA, "%s launch: %s", what, cudaGetErrorString(err_));          \
-    } while (0)
-
 extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t workspace_bytes, void *stream_) {
     cudaStream_t stream = (cudaStream_t)stream_;
     kv_device_info dev;
@@ -332,8 +331,9 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
      * the attention scheduler when the fast kernels run */
     const int fused = kv_attn_check_fused(p, &dev);
     if (B > 0 && !fused) {
-        kv_check_kernel<<<B, KV_CHECK_THREADS, 0, stream>>>(*p, seq_ok);
-        KV_LAUNCH_CHECK("kv_check_kernel");
+        /* kv_launch returns this launch's own status (cudaGetLastError would also return, and clear, an error
+         * that the caller's code left pending) */
+        KV_CUDA_CHECK_RET(kv_launch(kv_check_kernel, (unsigned)B, KV_CHECK_THREADS, 0, stream, 0, *p, seq_ok));
     }
     st = kv_attn_launch_prologue(p, seq_ok, status, ws + attn_offset, workspace_bytes - attn_offset, &dev, fused,
                                  stream);
@@ -366,6 +366,12 @@ extern "C" int kv_cuda_status_read(const void *workspace, void *stream_, kvattn_
     RETURN_IF(workspace == NULL || out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "status read: workspace=%p out=%p",
               workspace, (void *)out);
     cudaStream_t stream = (cudaStream_t)stream_;
+    /* a copy into this stack record must not be recorded into a graph being captured (nor can it wait there) */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    KV_CUDA_CHECK_RET(cudaStreamIsCapturing(stream, &cap));
+    RETURN_IF(cap != cudaStreamCaptureStatusNone, KVATTN_ERR_INVALID_ARGUMENT,
+              "stream: is being captured into a CUDA graph; read the device status outside the capture (after the "
+              "graph's launch)");
     kvattn_device_status st;
     KV_CUDA_CHECK_RET(cudaMemcpyAsync(&st, workspace, sizeof st, cudaMemcpyDeviceToHost, stream));
     KV_CUDA_CHECK_RET(cudaStreamSynchronize(stream));

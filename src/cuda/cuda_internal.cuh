@@ -10,12 +10,16 @@
 #include <string.h>
 #include "internal.h"
 
+/* A failing runtime call's error is also kept as the thread's "last error"; it is kvattn's own (reported by the
+ * status), so it is cleared rather than left for the caller's next cudaGetLastError (a sticky error stays). */
 #define KV_CUDA_CHECK_RET(call)                                                                              \
     do {                                                                                                     \
         cudaError_t err_ = (call);                                                                           \
-        if (err_ != cudaSuccess)                                                                             \
+        if (err_ != cudaSuccess) {                                                                           \
+            (void)cudaGetLastError();                                                                        \
             return kv_set_error(KVATTN_ERR_CUDA, "%s: %s (%s:%d)", #call, cudaGetErrorString(err_), __FILE__, \
                                 __LINE__);                                                                   \
+        }                                                                                                    \
     } while (0)
 
 /* Device facts read once per device (cached; no sync). */
