@@ -231,7 +231,8 @@ def test_cuda_unavailable_says_so(kvattn):
     run_and_expect(kvattn, be, args, kvattn.KvattnError, [], "KVATTN_ERR_NOT_AVAILABLE")
 
 
-def test_error_attributes(kvattn):
+def bad_data_error(kvattn):
+    """The KvattnError of a NumPy call whose second sequence is past its capacity (KVATTN_ERR_BAD_DATA)."""
     import harness
 
     be = harness.NumpyBackend()
@@ -239,7 +240,11 @@ def test_error_attributes(kvattn):
     args["cache_seqlens"] = be.index([5, 100])
     with pytest.raises(kvattn.KvattnError) as info:
         kvattn.flash_attn_varlen_func_with_kvcache(**args)
-    e = info.value
+    return info.value
+
+
+def test_error_attributes(kvattn):
+    e = bad_data_error(kvattn)
     assert e.status == 4 and e.status_name == "KVATTN_ERR_BAD_DATA"
     assert e.message and e.message in str(e) and e.function == "kvattn_forward"
     assert kvattn.last_error() == e.message
@@ -283,14 +288,7 @@ def test_errors_pickle(kvattn):
     """An error raised in a worker process reaches the caller as itself (multiprocessing pickles it)."""
     import pickle
 
-    import harness
-
-    be = harness.NumpyBackend()
-    args, d = base_args(be)
-    args["cache_seqlens"] = be.index([5, 100])
-    with pytest.raises(kvattn.KvattnError) as info:
-        kvattn.flash_attn_varlen_func_with_kvcache(**args)
-    for e in (info.value, kvattn.KvattnArgumentError("q: bad", "f"), kvattn.KvattnTypeError("q: worse")):
+    for e in (bad_data_error(kvattn), kvattn.KvattnArgumentError("q: bad", "f"), kvattn.KvattnTypeError("q: worse")):
         e2 = pickle.loads(pickle.dumps(e))
         assert type(e2) is type(e) and str(e2) == str(e)
         assert (e2.status, e2.status_name, e2.message, e2.function) == (e.status, e.status_name, e.message, e.function)
