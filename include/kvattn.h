@@ -201,7 +201,8 @@ typedef struct kvattn_device_status {
 KVATTN_API size_t kvattn_device_status_offset(void);
 /* Copies the status record of `workspace` (device memory) to *out, waiting for `stream` to reach it:
  * this synchronizes the stream, which is the caller's choice. Returns KVATTN_OK, KVATTN_ERR_INVALID_ARGUMENT
- * for a stream being captured into a CUDA graph (read it after the graph's launch), or KVATTN_ERR_CUDA. */
+ * for a stream being captured into a CUDA graph (read it after the graph's launch), KVATTN_ERR_NOT_AVAILABLE in
+ * a library built without CUDA, or KVATTN_ERR_CUDA. */
 KVATTN_API int kvattn_device_status_read(const void *workspace, void *stream, kvattn_device_status *out);
 
 /* ---- page manager for inflight batching (host-side bookkeeping only; it never touches cache data) -------

@@ -201,7 +201,10 @@ def _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, nu
                                       f"{list(alibi.shape)}")
         p.alibi_slopes = alibi.ptr
     if softmax_scale is not None:
-        scale = float(softmax_scale)
+        try:
+            scale = float(softmax_scale)
+        except (TypeError, ValueError):
+            raise KvattnTypeError(f"softmax_scale: expected a float or None, got {softmax_scale!r}") from None
         if ctypes.c_float(scale).value == 0.0:
             # the C field holds 0 for "the default 1/sqrt(D)", so a scale of 0 cannot be passed through it
             raise KvattnArgumentError(f"softmax_scale: {softmax_scale!r} is 0 in float32, which kvattn does not take "
@@ -293,7 +296,8 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     alibi_slopes: float32 [H] or [B, H]. window_size: (left, right), -1 = unbounded. softcap: 0 = off.
     num_splits: 0 = automatic, 1 = no KV split, n = at most n. max_seqlen_q is accepted for compatibility and
         not needed (kvattn reads the lengths itself).
-    out: optional output [total_q, H, D] of q's dtype (written for every row).
+    out: optional output [total_q, H, D] of q's dtype (written for every query row of every sequence; rows past
+        cu_seqlens_q[B] are left as they are).
 
     Returns out [total_q, H, D], or (out, softmax_lse [H, total_q] float32) with return_softmax_lse.
     Accepts torch tensors (CPU or CUDA, all on one device) or NumPy arrays (float16/float32, ml_dtypes

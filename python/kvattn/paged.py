@@ -14,12 +14,16 @@ _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _CACHE_DTYPES = ("float16", "bfloat16", "float32")
 
 
-def _i32(name, value):
-    """An int argument of the C page manager (int32): ctypes would wrap a larger one silently onto another id."""
+def _index(name, value):
     try:
-        v = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise KvattnTypeError(f"{name}: expected an int, got {value!r}") from None
+
+
+def _i32(name, value):
+    """An int argument of the C page manager (int32): ctypes would wrap a larger one silently onto another id."""
+    v = _index(name, value)
     if not _I32_MIN <= v <= _I32_MAX:
         raise KvattnArgumentError(f"{name}: {v} does not fit the C library's int32")
     return v
@@ -135,14 +139,14 @@ class PagedKVCache:
 
     def seq_len(self, seq_id):
         """Tokens of the sequence (counting those appended for a step not yet run); -1 for an unknown id."""
-        sid = operator.index(seq_id)
+        sid = _index("seq_id", seq_id)
         if not _I32_MIN <= sid <= _I32_MAX:
             return -1
         return int(lib.kvattn_pages_seq_len(self._handle(), sid))
 
     def seq_num_pages(self, seq_id):
         """Pages the sequence holds; -1 for an unknown id."""
-        sid = operator.index(seq_id)
+        sid = _index("seq_id", seq_id)
         if not _I32_MIN <= sid <= _I32_MAX:
             return -1
         return int(lib.kvattn_pages_seq_num_pages(self._handle(), sid))
