@@ -44,8 +44,6 @@ static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
     return 0;
 }
 
-static int dtype_size(int dtype) { return dtype == KVATTN_F32 ? 4 : 2; }
-
 #define CHECK_STRIDE(name, v) \
     RETURN_IF((v) < 0, KVATTN_ERR_INVALID_ARGUMENT, "%s: stride %s=%lld must be >= 0", name, #v, (long long)(v))
 
@@ -80,7 +78,7 @@ static int check_cache(const char *name, const kvattn_params *p, int64_t batch_s
     int64_t ext[4] = {p->block_table ? p->num_pages : p->cache_batch,
                       p->block_table ? p->page_size : p->cache_capacity, p->num_kv_heads, p->head_dim};
     int64_t str[4] = {batch_stride, row_stride, head_stride, 1};
-    RETURN_IF(max_offset(4, ext, str, dtype_size(p->dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+    RETURN_IF(max_offset(4, ext, str, kv_dtype_size(p->dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
               "%s: shape [%lld, %lld, %lld, %lld] with strides (%lld, %lld, %lld) overflows int64 offsets", name,
               (long long)ext[0], (long long)ext[1], (long long)ext[2], (long long)ext[3],
               (long long)batch_stride, (long long)row_stride, (long long)head_stride);
@@ -161,7 +159,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         RETURN_IF(p->v_cache == NULL, KVATTN_ERR_INVALID_ARGUMENT, "v_cache: NULL with batch=%d", B);
         RETURN_IF(p->cache_seqlens == NULL, KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens: NULL with batch=%d", B);
     }
-    const int esize = dtype_size(p->dtype);
+    const int esize = kv_dtype_size(p->dtype);
     if ((st = check_rows("q", q_varlen, B, q_rows, H, D, esize, 0, p->q_batch_stride, p->q_row_stride,
                          p->q_head_stride)))
         return st;
@@ -257,7 +255,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
                   KVATTN_ERR_INVALID_ARGUMENT, "rotary_row_stride: %lld must be 0 or >= rotary_dim/2=%d",
                   (long long)p->rotary_row_stride, R / 2);
         int64_t ext[2] = {p->rotary_max_pos, R / 2}, str[2] = {p->rotary_row_stride ? p->rotary_row_stride : R / 2, 1};
-        RETURN_IF(max_offset(2, ext, str, dtype_size(p->rotary_dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
+        RETURN_IF(max_offset(2, ext, str, kv_dtype_size(p->rotary_dtype)) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "rotary_cos: rotary_max_pos=%d rows of stride %lld overflow int64 offsets", p->rotary_max_pos,
                   (long long)str[0]);
     }

@@ -24,6 +24,7 @@ _STATUS_NAMES = {
 }
 
 F32, F16, BF16 = 0, 1, 2
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1  # the C library's int32 arguments and fields
 BACKEND_CPU, BACKEND_CUDA = 0, 1
 
 # device status flags (kvattn.h KVATTN_FLAG_*)

@@ -9,9 +9,8 @@ from ._arrays import (Call, need_float, need_index_vector, need_int32, need_last
                       need_same_dtype, need_writable)
 import numpy as np
 
-from ._lib import BACKEND_CPU, ERR_BAD_DATA, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
-
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+from ._lib import (BACKEND_CPU, ERR_BAD_DATA, INT32_MAX, INT32_MIN, KvattnArgumentError, KvattnError,
+                   KvattnTypeError, check, lib)
 
 _DIFFERENCES = """
     Differences from flash-attention (kvattn's SPEC.md, "Positions of the design"):
@@ -117,7 +116,7 @@ def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new):
         value = capacity
     elif isinstance(cache_seqlens, (int, np.integer)):
         value = _opt_int("cache_seqlens", cache_seqlens)
-        if not _I32_MIN <= value <= _I32_MAX:
+        if not INT32_MIN <= value <= INT32_MAX:
             raise KvattnArgumentError(f"cache_seqlens: {value} does not fit the C library's int32")
     else:
         a = call.add(cache_seqlens, "cache_seqlens")
@@ -247,10 +246,11 @@ def _check_cu_seqlens_k(cuk, B, total_k, fn):
     """flash_attn_varlen_func on the CPU: cu_seqlens_k becomes cache_leftpad / cache_seqlens (packed) or the key
     counts (paged), so the C library's data checks would name those; check it here, where it can be read."""
     ck = np.asarray(cuk.obj.cpu() if cuk.kind == "torch" else cuk.obj)
-    for b in range(B):
-        if ck[b + 1] < ck[b]:
-            raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: must be non-decreasing, got cu_seqlens_k[{b + 1}]="
-                                            f"{int(ck[b + 1])} < cu_seqlens_k[{b}]={int(ck[b])}", fn)
+    down = np.flatnonzero(ck[1:B + 1] < ck[:B])
+    if down.size:
+        b = int(down[0])
+        raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: must be non-decreasing, got cu_seqlens_k[{b + 1}]="
+                                        f"{int(ck[b + 1])} < cu_seqlens_k[{b}]={int(ck[b])}", fn)
     if ck[0] < 0:
         raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[0]={int(ck[0])} must be >= 0", fn)
     if total_k is not None and ck[B] > total_k:

@@ -8,9 +8,8 @@ import sys
 import numpy as np
 
 from ._arrays import Arr, _np_dtype
-from ._lib import ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
+from ._lib import INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
 
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _CACHE_DTYPES = ("float16", "bfloat16", "float32")
 
 
@@ -24,7 +23,7 @@ def _index(name, value):
 def _i32(name, value):
     """An int argument of the C page manager (int32): ctypes would wrap a larger one silently onto another id."""
     v = _index(name, value)
-    if not _I32_MIN <= v <= _I32_MAX:
+    if not INT32_MIN <= v <= INT32_MAX:
         raise KvattnArgumentError(f"{name}: {v} does not fit the C library's int32")
     return v
 
@@ -139,17 +138,15 @@ class PagedKVCache:
 
     def seq_len(self, seq_id):
         """Tokens of the sequence (counting those appended for a step not yet run); -1 for an unknown id."""
-        sid = _index("seq_id", seq_id)
-        if not _I32_MIN <= sid <= _I32_MAX:
-            return -1
-        return int(lib.kvattn_pages_seq_len(self._handle(), sid))
+        return self._seq_query(lib.kvattn_pages_seq_len, seq_id)
 
     def seq_num_pages(self, seq_id):
         """Pages the sequence holds; -1 for an unknown id."""
+        return self._seq_query(lib.kvattn_pages_seq_num_pages, seq_id)
+
+    def _seq_query(self, fn, seq_id):
         sid = _index("seq_id", seq_id)
-        if not _I32_MIN <= sid <= _I32_MAX:
-            return -1
-        return int(lib.kvattn_pages_seq_num_pages(self._handle(), sid))
+        return int(fn(self._handle(), sid)) if INT32_MIN <= sid <= INT32_MAX else -1  # past int32: no such id
 
     @property
     def free_pages(self):
@@ -181,7 +178,7 @@ class PagedKVCache:
                 raise KvattnArgumentError(f"seq_ids: {s} is not a live sequence")
             if n < 0:
                 raise KvattnArgumentError(f"n_new: {n} for sequence {s} must be >= 0")
-            if length + n > _I32_MAX:
+            if length + n > INT32_MAX:
                 raise KvattnArgumentError(f"n_new: sequence {s} would hold {length} + {n} tokens, past the C "
                                           f"library's int32")
             pages_now = self.seq_num_pages(s)
