@@ -466,6 +466,45 @@ int main(void) {
             kvt_failf("overlapping out: %s (%s)", kvattn_status_string(st), kvattn_last_error());
     }
     kvt_case_end();
+    /* CUDA: the kernels pack a sequence's query rows with its heads (n_q x H/Hk) in int32 tiles, at most 2^30 - 1
+     * rows; more used to leave the sequence's out unwritten with a clean status (validate only: no GPU needed) */
+    kvt_case_begin("cuda: seqlen_q x H/Hk past 2^30 - 1 packed rows is unsupported, naming seqlen_q");
+    {
+        static char q[8 * 2], out[8 * 2], kc[8 * 2];
+        static int32_t seqlens[1] = {4};
+        kvattn_params p = kvattn_params_default();
+        p.dtype = KVATTN_F16; p.batch = 1; p.num_heads = 16385; p.num_kv_heads = 1; p.head_dim = 8;
+        p.q = q; p.q_batch_stride = p.q_row_stride = p.q_head_stride = 0; /* read only: may broadcast */
+        p.out = out; p.out_head_stride = 8; p.out_row_stride = 16385 * 8; p.out_batch_stride = 0;
+        p.k_cache = p.v_cache = kc; p.cache_batch = 1; p.cache_capacity = 4;
+        p.k_batch_stride = p.v_batch_stride = 32; p.k_row_stride = p.v_row_stride = 8;
+        p.k_head_stride = p.v_head_stride = 8;
+        p.cache_seqlens = seqlens;
+        /* 65532 x 16385 = 2^30 - 3 rows fit; 65533 x 16385 do not */
+        const int32_t sq[2] = {65532, 65533};
+        int skipped = 0;
+        for (int i = 0; i < 2 && !skipped; i++) {
+            p.seqlen_q = sq[i];
+            int st = kvattn_validate(&p, KVATTN_BACKEND_CUDA);
+            if (st == KVATTN_ERR_NOT_AVAILABLE) {
+                kvt_case_skip("CUDA backend not built");
+                skipped = 1;
+            } else if (i == 0 && st != KVATTN_OK) {
+                kvt_failf("seqlen_q %d: %s (%s), want OK", sq[i], kvattn_status_string(st), kvattn_last_error());
+            } else if (i == 1 && (st != KVATTN_ERR_UNSUPPORTED || !strstr(kvattn_last_error(), "seqlen_q"))) {
+                kvt_failf("seqlen_q %d: %s (%s), want KVATTN_ERR_UNSUPPORTED naming seqlen_q", sq[i],
+                          kvattn_status_string(st), kvattn_last_error());
+            }
+        }
+        /* varlen: total_q is the bound (the rows a sequence can have) */
+        static int32_t cu[2] = {0, 1};
+        p.cu_seqlens_q = cu; p.total_q = 65533; p.seqlen_q = 0;
+        int st = skipped ? KVATTN_ERR_UNSUPPORTED : kvattn_validate(&p, KVATTN_BACKEND_CUDA);
+        if (!skipped && (st != KVATTN_ERR_UNSUPPORTED || !strstr(kvattn_last_error(), "total_q")))
+            kvt_failf("total_q 65533: %s (%s), want KVATTN_ERR_UNSUPPORTED naming total_q", kvattn_status_string(st),
+                      kvattn_last_error());
+        if (!skipped) kvt_case_end();
+    }
     /* kvattn_last_error() describes the last call that returns a status: "" once one succeeds, pages too */
     kvt_case_begin("last_error is cleared by a successful call");
     {

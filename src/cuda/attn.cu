@@ -136,6 +136,13 @@ int kv_attn_supported(const kvattn_params *p) {
               p->head_dim);
     RETURN_IF(p->rotary_cos && p->rotary_dtype != KVATTN_F32 && p->rotary_dtype != p->dtype, KVATTN_ERR_UNSUPPORTED,
               "rotary_dtype=%d: must be fp32 (%d) or the dtype of q (%d)", p->rotary_dtype, KVATTN_F32, p->dtype);
+    /* the kernels pack a sequence's query rows with its heads (n_q x H/Hk rows, kv_seq_rows) in int32 tiles */
+    const int64_t q_rows = p->cu_seqlens_q ? p->total_q : p->seqlen_q;
+    RETURN_IF(p->num_kv_heads > 0 && q_rows * (p->num_heads / p->num_kv_heads) > KV_MAX_PACKED_ROWS,
+              KVATTN_ERR_UNSUPPORTED,
+              "%s=%lld x H/Hk=%d: the CUDA backend packs at most %d query rows x heads per sequence",
+              p->cu_seqlens_q ? "total_q" : "seqlen_q", (long long)q_rows, p->num_heads / p->num_kv_heads,
+              KV_MAX_PACKED_ROWS);
     return KVATTN_OK;
 }
 

@@ -21,6 +21,7 @@
 #define KV_DECODE_ROWS 16     /* packed rows of a decode-shaped item: the 4 warps split the keys */
 #define KV_PREFILL_ROWS 64    /* packed rows of a prefill item of the mma.sync kernel: 16 per warp */
 #define KV_MAX_TILE_ROWS 128  /* packed rows of the tallest item of any variant (workspace bounds) */
+#define KV_MAX_PACKED_ROWS 0x3fffffff /* query rows x H/Hk of one sequence (kv_attn_supported refuses more) */
 #define KV_THREADS 128
 #define KV_NO_WAIT_DECODE 1  /* kv_attn_args.no_wait bits */
 #define KV_NO_WAIT_PREFILL 2
@@ -314,7 +315,7 @@ static __device__ __forceinline__ kv_range kv_tile_keys(const kvattn_params &p, 
 /* Packed rows of sequence s (0 if the sequence is skipped) and its tile height. */
 static __device__ __forceinline__ int32_t kv_seq_rows(const kvattn_params &p, const kv_seq &s, int G) {
     const int64_t rows = (int64_t)s.n_q * G;
-    return (s.n_q <= 0 || rows > 0x3fffffff) ? 0 : (int32_t)rows;
+    return (s.n_q <= 0 || rows > KV_MAX_PACKED_ROWS) ? 0 : (int32_t)rows;
 }
 static __device__ __forceinline__ int kv_tile_rows(int32_t rows, int prefill_rows) {
     return rows <= KV_DECODE_ROWS ? KV_DECODE_ROWS : prefill_rows;
@@ -377,14 +378,14 @@ static __device__ __forceinline__ kv_item kv_sched_item(const kv_sched_tile &q, 
     if (q.npieces == 1) {
         it.klo = q.klo;
         it.khi = q.khi;
-    } else if (q.inv_block) {
-        const int32_t blk = q.klo / q.inv_block + k;
-        it.klo = max(q.klo, blk * q.inv_block);
-        it.khi = min(q.khi, (blk + 1) * q.inv_block);
+    } else if (q.inv_block) { /* the piece's end as start + min(rest, block): (blk + 1) * block can pass 2^31 */
+        const int32_t start = (q.klo / q.inv_block + k) * q.inv_block; /* <= khi - 1 */
+        it.klo = max(q.klo, start);
+        it.khi = start + min(q.khi - start, q.inv_block);
     } else {
-        const int32_t base = (q.klo / KV_BN) * KV_BN;
-        it.klo = max(q.klo, base + k * q.span);
-        it.khi = min(q.khi, base + (k + 1) * q.span);
+        const int32_t start = (q.klo / KV_BN) * KV_BN + k * q.span; /* < khi: k < npieces */
+        it.klo = max(q.klo, start);
+        it.khi = start + min(q.khi - start, q.span);
     }
     it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
     it.comb = comb;
