@@ -306,7 +306,7 @@ int kvt_problem_upload(kvt_problem *P, int upload_caches) {
 }
 
 kvt_expect kvt_expect_ok(void) {
-    kvt_expect e = {KVATTN_OK, 0, -1, 0, 0};
+    kvt_expect e = {KVATTN_OK, 0, -1, 0, 0, NULL};
     return e;
 }
 
@@ -325,6 +325,11 @@ static double unit_roundoff(int dtype) {
 }
 static double relnorm_limit(int dtype) { return dtype == KVATTN_F16 ? 2e-3 : dtype == KVATTN_BF16 ? 1.2e-2 : 1e-5; }
 
+/* 1 when sequence b is left out of the comparison: the one skip_seq, or marked in skip_mask (NULL: none) */
+static int seq_skipped(int b, int skip_seq, const unsigned char *skip_mask) {
+    return b == skip_seq || (skip_mask && skip_mask[b]);
+}
+
 static int is_poison(const unsigned char *e, int es) {
     for (int i = 0; i < es; i++)
         if (e[i] != 0xFF) return 0;
@@ -335,7 +340,7 @@ static int is_poison(const unsigned char *e, int es) {
  * rows of the sequences (padding of views, skipped sequences) must still hold the poison. */
 static void check_outputs(const kvattn_params *ph, const unsigned char *got_out, size_t out_bytes,
                           const float *got_lse, size_t lse_bytes, const double *oref, const double *lref,
-                          const double *qsens, int skip_seq, int nothing_written) {
+                          const double *qsens, int skip_seq, const unsigned char *skip_mask, int nothing_written) {
     const int H = ph->num_heads, D = ph->head_dim, dt = ph->dtype, es = kvref_dtype_size(dt);
     const int varlen = ph->cu_seqlens_q != NULL;
     size_t n_out = out_bytes / es, n_lse = lse_bytes / 4;
@@ -345,7 +350,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
     const double u = unit_roundoff(dt);
     const double atol = dt == KVATTN_F32 ? 0 : 4 * u, rtol = dt == KVATTN_F32 ? 0 : 2 * u;
     for (int b = 0; b < ph->batch && !nothing_written; b++) {
-        if (b == skip_seq) continue;
+        if (seq_skipped(b, skip_seq, skip_mask)) continue;
         kvref_seq s = kvref_seq_of(ph, b);
         for (int32_t i = 0; i < s.n_q; i++)
             for (int h = 0; h < H; h++)
@@ -357,7 +362,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
     const double atol32 = 1e-4 * (refmax > 1e-3 ? refmax : 1e-3);
     int bad_out = 0, bad_lse = 0;
     for (int b = 0; b < ph->batch && !nothing_written; b++) {
-        if (b == skip_seq) continue;
+        if (seq_skipped(b, skip_seq, skip_mask)) continue;
         kvref_seq s = kvref_seq_of(ph, b);
         for (int32_t i = 0; i < s.n_q; i++) {
             int64_t row = (int64_t)s.q_row0 + i;
@@ -445,8 +450,8 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
 /* The cache after the call must equal the reference's bytewise, except that appended k elements may differ by
  * one rounding (rotary in fp32 vs double): |got - exact| <= ulp + 8 * 2^-24 * (|x cos| + |y sin|). `expect` is
  * the reference's cache after its append; ph points at the host tensors (k_new etc.). */
-void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
-                     int skip_seq, int appended, int64_t view_offset) {
+static void check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
+                        int skip_seq, const unsigned char *skip_mask, int appended, int64_t view_offset) {
     if (memcmp(expect, got, bytes) == 0) return;
     const int dt = ph->dtype, es = kvref_dtype_size(dt), D = ph->head_dim;
     const char *name = which ? "v_cache" : "k_cache";
@@ -456,7 +461,7 @@ void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, con
         exact = calloc(n, sizeof(double));
         tol = calloc(n, sizeof(double));
         for (int b = 0; b < ph->batch; b++) {
-            if (b == skip_seq) continue;
+            if (seq_skipped(b, skip_seq, skip_mask)) continue;
             kvref_seq s = kvref_seq_of(ph, b);
             for (int32_t t = 0; t < s.n_new; t++)
                 for (int kh = 0; kh < ph->num_kv_heads; kh++) {
@@ -488,6 +493,11 @@ void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, con
     if (bad > 3) kvt_failf("%s: %zu elements differ", name, bad);
     free(exact);
     free(tol);
+}
+
+void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
+                     int skip_seq, int appended, int64_t view_offset) {
+    check_cache(ph, which, expect, got, bytes, skip_seq, NULL, appended, view_offset);
 }
 
 int kvt_problem_run(kvt_problem *P, kvt_expect e) {
@@ -526,7 +536,19 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
             kvt_failf("device status flags 0x%x, want flag 0x%x", ds.flags, e.flag);
         if (e.flag && e.skip_seq >= 0 && (ds.num_failed != 1 || ds.first_failed != e.skip_seq))
             kvt_failf("device status num_failed %d first_failed %d, want 1 and %d", ds.num_failed, ds.first_failed, e.skip_seq);
+        if (e.skip_mask) { /* a set of failing sequences: the whole record is known */
+            int n_failed = 0, first = -1;
+            for (int b = ph->batch - 1; b >= 0; b--)
+                if (e.skip_mask[b]) {
+                    n_failed++;
+                    first = b;
+                }
+            if (ds.flags != e.flag || ds.num_failed != n_failed || ds.first_failed != first)
+                kvt_failf("device status flags 0x%x num_failed %d first_failed %d, want exactly 0x%x %d %d", ds.flags,
+                          ds.num_failed, ds.first_failed, e.flag, n_failed, first);
+        }
     }
+    const unsigned char *skip_mask = e.flag ? e.skip_mask : NULL;
 
     /* the reference, on the host mirror */
     int64_t rows = kvref_rows(ph);
@@ -537,7 +559,7 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
     double *qsens = calloc(nrows * H, sizeof(double));
     int nothing = e.no_change;
     if (!nothing) {
-        int rf = e.any_seq ? 0 : kvref_forward_sens(ph, oref, lref, e.flag ? e.skip_seq : -1, qsens);
+        int rf = e.any_seq ? 0 : kvref_forward_mask(ph, oref, lref, e.flag ? e.skip_seq : -1, skip_mask, qsens);
         if (rf) kvt_failf("reference rejected the input (flag 0x%x): the test is wrong", rf);
     }
 
@@ -572,7 +594,7 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
     if (kvt_download(&P->out.dev, gout, P->out.bytes)) kvt_failf("download of out failed");
     else if (!glse || !kvt_download(&P->lse.dev, glse, P->lse.bytes))
         check_outputs(ph, gout, P->out.bytes, glse, P->lse.used ? P->lse.bytes : 0, oref, lref, qsens,
-                      e.flag ? e.skip_seq : -1, nothing);
+                      e.flag ? e.skip_seq : -1, skip_mask, nothing);
     else kvt_failf("download of softmax_lse failed");
 
     kvt_arr *caches[2] = {&P->k_cache, &P->v_cache};
@@ -581,7 +603,8 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
         void *g = malloc(a->bytes ? a->bytes : 1);
         if (kvt_download(&a->dev, g, a->bytes)) kvt_failf("download of %s failed", a->name);
         else {
-            kvt_check_cache(ph, w, a->host, g, a->bytes, e.flag ? e.skip_seq : -1, !nothing, a->offset_bytes / kvref_dtype_size(ph->dtype));
+            check_cache(ph, w, a->host, g, a->bytes, e.flag ? e.skip_seq : -1, skip_mask, !nothing,
+                        a->offset_bytes / kvref_dtype_size(ph->dtype));
             /* checked: carry the backend's bytes forward (a 1-ulp rounding difference must not resurface in
              * the next step of a generation loop as an "untouched row changed") */
             memcpy(a->host, g, a->bytes);

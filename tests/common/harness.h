@@ -90,6 +90,10 @@ typedef struct kvt_expect {
     int skip_seq;  /* CUDA bad data: the sequence that must be left untouched (-1 none) */
     int no_change; /* 1: nothing may change at all (the call is rejected) */
     int any_seq;   /* CUDA bad cu_seqlens: do not check which sequences were computed */
+    /* CUDA bad data in several sequences (NULL: skip_seq alone): [B], nonzero = that sequence must be left
+     * untouched. With it, the device status must hold exactly flags == flag, num_failed == the number of
+     * marked sequences and first_failed == the smallest of them (-1 when none). */
+    const unsigned char *skip_mask;
 } kvt_expect;
 kvt_expect kvt_expect_ok(void);
 

@@ -174,15 +174,20 @@ static int cu_ok(const int32_t *cu, int B, int32_t total) {
     return cu[B] <= total;
 }
 
-/* kvref_check, leaving sequence skip_seq out (-1: none) */
-static int check_skip(const kvattn_params *p, int *bad_seq, int skip_seq) {
+/* 1 when sequence b is left out: it is skip_seq, or skip_mask (optional, [B]) is nonzero at b */
+static int is_skipped(int b, int skip_seq, const unsigned char *skip_mask) {
+    return b == skip_seq || (skip_mask && skip_mask[b]);
+}
+
+/* kvref_check, leaving out sequence skip_seq (-1: none) and those of skip_mask (NULL: none) */
+static int check_skip(const kvattn_params *p, int *bad_seq, int skip_seq, const unsigned char *skip_mask) {
     *bad_seq = -1;
     if (p->batch <= 0) return 0;
     if (p->cu_seqlens_q && !cu_ok(p->cu_seqlens_q, p->batch, p->total_q)) return KVATTN_FLAG_BAD_CU_SEQLENS;
     if (p->k_new && p->cu_seqlens_knew && !cu_ok(p->cu_seqlens_knew, p->batch, p->total_knew))
         return KVATTN_FLAG_BAD_CU_SEQLENS;
     for (int b = 0; b < p->batch; b++) {
-        if (b == skip_seq) continue;
+        if (is_skipped(b, skip_seq, skip_mask)) continue;
         kvref_seq s = kvref_seq_of(p, b);
         *bad_seq = b;
         if (s.S < 0 || s.L < 0 || s.L > s.S) return KVATTN_FLAG_BAD_LEFTPAD;
@@ -201,7 +206,10 @@ static int check_skip(const kvattn_params *p, int *bad_seq, int skip_seq) {
     return 0;
 }
 
-int kvref_check(const kvattn_params *p, int *bad_seq) { return check_skip(p, bad_seq, -1); }
+int kvref_check(const kvattn_params *p, int *bad_seq) { return check_skip(p, bad_seq, -1, NULL); }
+int kvref_check_mask(const kvattn_params *p, const unsigned char *skip_mask, int *bad_seq) {
+    return check_skip(p, bad_seq, -1, skip_mask);
+}
 
 /* ---- rotary: pairs (2i, 2i+1) interleaved, else (i, i + R/2); the first of a pair gets x cos - y sin, the
  * second y cos + x sin, with cos/sin of pair i at position pos. */
@@ -236,9 +244,10 @@ double kvref_rope_channel(const kvattn_params *p, const void *row, int c, int32_
 }
 
 /* ---- the call --------------------------------------------------------------------------------------------- */
-int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq, double *q_sens) {
+int kvref_forward_mask(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq,
+                       const unsigned char *skip_mask, double *q_sens) {
     int bad;
-    int flag = check_skip(p, &bad, skip_seq);
+    int flag = check_skip(p, &bad, skip_seq, skip_mask);
     if (flag) return flag;
     const int B = p->batch, H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim, dt = p->dtype;
     const int es = kvref_dtype_size(dt);
@@ -247,7 +256,7 @@ int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref,
 
     /* 1. append: the cache at position S + t receives rope(k_new[t], S + t) and v_new[t] */
     for (int b = 0; b < B; b++) {
-        if (b == skip_seq) continue;
+        if (is_skipped(b, skip_seq, skip_mask)) continue;
         kvref_seq s = kvref_seq_of(p, b);
         for (int32_t t = 0; t < s.n_new; t++) {
             for (int kh = 0; kh < Hk; kh++) {
@@ -270,7 +279,7 @@ int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref,
     /* 2. attend. The visible window [L, S + n_new) of one kv head is read once into doubles. */
     double *qv = malloc(sizeof(double) * (D > 0 ? D : 1));
     for (int b = 0; b < B; b++) {
-        if (b == skip_seq) continue;
+        if (is_skipped(b, skip_seq, skip_mask)) continue;
         kvref_seq s = kvref_seq_of(p, b);
         const int32_t s_k = s.S + s.n_new - s.L;
         const size_t nk = s_k > 0 ? (size_t)s_k : 1;
@@ -350,6 +359,10 @@ int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref,
     }
     free(qv);
     return 0;
+}
+
+int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq, double *q_sens) {
+    return kvref_forward_mask(p, out_ref, lse_ref, skip_seq, NULL, q_sens);
 }
 
 int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq) {

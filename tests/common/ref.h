@@ -42,6 +42,8 @@ int64_t kvref_cache_offset(const kvattn_params *p, int b, int32_t pos, int kv_he
 /* Returns 0 if every sequence passes the spec's data-dependent checks, else a KVATTN_FLAG_* bit of the
  * first failure and *bad_seq its sequence (-1 for a batch-wide cu_seqlens problem). */
 int kvref_check(const kvattn_params *p, int *bad_seq);
+/* kvref_check leaving out the sequences b with skip_mask[b] != 0 (skip_mask NULL: none). */
+int kvref_check_mask(const kvattn_params *p, const unsigned char *skip_mask, int *bad_seq);
 
 /* The whole call on HOST pointers: checks (returns nonzero and changes nothing on failure), appends the new
  * tokens into the host caches (rotated and rounded to the element type), then computes
@@ -53,6 +55,10 @@ int kvref_forward_skip(const kvattn_params *p, double *out_ref, double *lse_ref,
  * without rotary). A backend that rounds rope(q) to the element type (relative error <= u/2 per channel) moves
  * every score by at most (u/2) * q_sens, hence lse by as much and out by at most 2 max|v| times it. */
 int kvref_forward_sens(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq, double *q_sens);
+/* As kvref_forward_sens, leaving out a set of sequences as well: those b with skip_mask[b] != 0 (skip_mask NULL:
+ * none; [B] otherwise), used by the randomized bad-data test for several failing sequences at once. */
+int kvref_forward_mask(const kvattn_params *p, double *out_ref, double *lse_ref, int skip_seq,
+                       const unsigned char *skip_mask, double *q_sens);
 int kvref_forward(const kvattn_params *p, double *out_ref, double *lse_ref);
 
 /* The exact (double) rotated value of channel c of a new key row, before rounding to the element type,
