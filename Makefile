@@ -72,9 +72,10 @@ test-python: lib
 	@KVATTN_LIBRARY=$(abspath $(BUILD))/libkvattn.so PYTHON=$(PYTHON) bash tests/run_python.sh
 
 # sanitizers: a separate build tree so the sanitized objects never mix with the normal ones
-# KVATTN_TEST_QUICK=1: the randomized tests shrink their grids (sanitized -O1 code runs ~5x slower)
+# KVATTN_TEST_QUICK=1: the randomized tests shrink their grids (sanitized -O1 code runs ~5x slower);
+# KVATTN_TEST_EXACT_ALLOC=1: no guard bytes around the tensors, so that ASan also sees reads just past one
 test-asan:
-	KVATTN_TEST_QUICK=1 $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	KVATTN_TEST_QUICK=1 KVATTN_TEST_EXACT_ALLOC=1 $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  CFLAGS="-O1 -g -fno-omit-frame-pointer $(CPU_ARCH) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
 	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined" NVCC= test-c
 

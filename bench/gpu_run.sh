@@ -40,11 +40,13 @@ fi
 if want memcheck; then
     stamp "compute-sanitizer memcheck"
     : > "$OUT/memcheck.log"
-    for t in "$BUILD"/test_cuda_* "$BUILD"/test_bad_input "$BUILD"/test_inflight; do
+    # KVATTN_TEST_EXACT_ALLOC=1: tensors allocated to their exact size (no guard bytes), so that memcheck also sees
+    # a read just past a tensor (with guards, such a read stays inside the allocation and goes unseen)
+    for t in "$BUILD"/test_cuda_* "$BUILD"/test_fuzz_bad_data "$BUILD"/test_bad_input "$BUILD"/test_inflight; do
         [ -x "$t" ] || continue
         name=$(basename "$t")
-        env_args=(KVATTN_TEST_QUICK=1 KVATTN_TEST_NO_API_ERRORS=1) # (provoked API errors count as memcheck errors)
-        [ "$name" = test_cuda_stress ] && env_args=(KVATTN_STRESS_ITERS="${STRESS_MEMCHECK_ITERS:-1000}" KVATTN_TEST_NO_API_ERRORS=1)
+        env_args=(KVATTN_TEST_QUICK=1 KVATTN_TEST_NO_API_ERRORS=1 KVATTN_TEST_EXACT_ALLOC=1) # (provoked API errors count as memcheck errors)
+        [ "$name" = test_cuda_stress ] && env_args=(KVATTN_STRESS_ITERS="${STRESS_MEMCHECK_ITERS:-1000}" KVATTN_TEST_NO_API_ERRORS=1 KVATTN_TEST_EXACT_ALLOC=1)
         stamp "memcheck $name ${env_args[*]}" | tee -a "$OUT/memcheck.log"
         env "${env_args[@]}" timeout "${MEMCHECK_TIMEOUT:-240}" compute-sanitizer --tool memcheck --error-exitcode 99 \
             --leak-check no "$t" >> "$OUT/memcheck.log" 2>&1
@@ -55,8 +57,8 @@ if want memcheck; then
     done
     # the grid test's CUDA half too (quick)
     if [ -x "$BUILD/test_grid" ]; then
-        KVATTN_TEST_QUICK=1 timeout "${MEMCHECK_TIMEOUT:-240}" compute-sanitizer --tool memcheck --error-exitcode 99 \
-            --leak-check no "$BUILD/test_grid" >> "$OUT/memcheck.log" 2>&1
+        KVATTN_TEST_QUICK=1 KVATTN_TEST_EXACT_ALLOC=1 timeout "${MEMCHECK_TIMEOUT:-240}" compute-sanitizer --tool memcheck \
+            --error-exitcode 99 --leak-check no "$BUILD/test_grid" >> "$OUT/memcheck.log" 2>&1
         rc=$?
         summary+=("memcheck test_grid (quick): rc=$rc $(grep -E '^test_grid: [0-9]+ passed' "$OUT/memcheck.log" | tail -1); $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)")
     fi

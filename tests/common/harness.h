@@ -36,13 +36,15 @@ void kvt_fill(int dtype, void *base, int64_t n, double lo, double hi);
 
 /* ---- backend memory with guards -----------------------------------------------------------------------
  * KVT_GUARD bytes of a fixed pattern before and after every allocation, checked after each call (on CUDA by
- * downloading the guard regions). */
+ * downloading the guard regions). KVATTN_TEST_EXACT_ALLOC=1 (sanitizer runs): no guards, each allocation exactly
+ * its bytes, so that memcheck / ASan also see reads past a tensor (a read of a guard byte changes nothing). */
 #define KVT_GUARD 256
 typedef struct kvt_buf {
     int backend;
     size_t bytes;
     unsigned char *raw; /* host or device base of the whole allocation (guards included) */
-    void *ptr;          /* raw + KVT_GUARD */
+    void *ptr;          /* raw + guard */
+    size_t guard;       /* KVT_GUARD, or 0 with KVATTN_TEST_EXACT_ALLOC */
 } kvt_buf;
 kvt_buf kvt_alloc(int backend, size_t bytes);              /* ptr == NULL on failure */
 void kvt_free(kvt_buf *b);
