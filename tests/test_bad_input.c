@@ -4,6 +4,7 @@
  * to each check. B sequences, H query heads, Hk key/value heads, D head dim. */
 #include "harness.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,29 @@ static const arg_case ARG_CASES[] = {
     {"max_pages_per_seq * page_size past KVATTN_MAX_CACHE_TOKENS", KVATTN_ERR_INVALID_ARGUMENT,
      "max_pages_per_seq", NULL, 1},
     {"batch past 2^31 - 2^16", KVATTN_ERR_INVALID_ARGUMENT, "batch", NULL, -1},
+    /* checks that a mutation run of validate.c found untested (each case fails with that check weakened) */
+    {"q NULL with batch 1", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"causal 2", KVATTN_ERR_INVALID_ARGUMENT, "causal", NULL, -1},
+    {"batch_invariant 2", KVATTN_ERR_INVALID_ARGUMENT, "batch_invariant", NULL, -1},
+    {"rotary_interleaved 2", KVATTN_ERR_INVALID_ARGUMENT, "rotary_interleaved", NULL, -1},
+    {"softmax_scale NaN", KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale", NULL, -1},
+    {"softmax_scale inf", KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale", NULL, -1},
+    {"softmax_scale < 0", KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale", NULL, -1},
+    {"softcap NaN", KVATTN_ERR_INVALID_ARGUMENT, "softcap", NULL, -1},
+    {"softcap inf", KVATTN_ERR_INVALID_ARGUMENT, "softcap", NULL, -1},
+    {"head_dim 65537", KVATTN_ERR_UNSUPPORTED, "head_dim", NULL, -1},
+    {"B * seqlen_q past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_q", NULL, -1},
+    {"seqlen_knew -1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew", NULL, -1},
+    {"B * seqlen_knew past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew", NULL, -1},
+    {"cache_batch_idx with a block table", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch_idx", NULL, 1},
+    {"batch > cache_batch without cache_batch_idx", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch", NULL, 0},
+    {"rotary_row_stride < rotary_dim / 2", KVATTN_ERR_INVALID_ARGUMENT, "rotary_row_stride", NULL, -1},
+    {"rotary_dtype the other 16-bit type", KVATTN_ERR_INVALID_ARGUMENT, "rotary_dtype", NULL, -1},
+    {"rotary table offsets overflow int64", KVATTN_ERR_INVALID_ARGUMENT, "rotary_cos", NULL, -1},
+    {"alibi_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "alibi_slopes", NULL, -1},
+    {"block_table_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
+    /* heads reach 3 * 64 + 63 = 255 elements into a row: a row stride of 200 overlaps the next row's heads */
+    {"out rows overlap the heads of the row before", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -218,6 +242,31 @@ static void mutate_args(int id, kvattn_params *d) {
     case 47: d->max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / PS0 + 1; d->block_table_batch_stride = d->max_pages_per_seq;
         break;
     case 48: d->batch = 2147418113; break;
+    case 49: d->batch = 1; d->q = NULL; break;
+    case 50: d->causal = 2; break;
+    case 51: d->batch_invariant = 2; break;
+    case 52: d->rotary_interleaved = 2; break;
+    case 53: d->softmax_scale = NAN; break;
+    case 54: d->softmax_scale = INFINITY; break;
+    case 55: d->softmax_scale = -0.125f; break;
+    case 56: d->softcap = NAN; break;
+    case 57: d->softcap = INFINITY; break;
+    case 58: d->head_dim = 65537; break;
+    case 59: /* 3 x (2^30 - 1) rows; strides that alone would validate */
+        d->cu_seqlens_q = NULL; d->seqlen_q = INT32_MAX / 2;
+        d->q_batch_stride = d->out_batch_stride = (int64_t)(INT32_MAX / 2) * H0 * D0; break;
+    case 60: d->cu_seqlens_knew = NULL; d->seqlen_knew = -1;
+        d->knew_batch_stride = d->vnew_batch_stride = 2 * HK0 * D0; break;
+    case 61: d->cu_seqlens_knew = NULL; d->seqlen_knew = INT32_MAX / 2;
+        d->knew_batch_stride = d->vnew_batch_stride = (int64_t)(INT32_MAX / 2) * HK0 * D0; break;
+    case 62: d->cache_batch_idx = d->cache_seqlens; break; /* any valid int32 array */
+    case 63: d->cache_batch_idx = NULL; d->cache_batch = B0 - 1; break;
+    case 64: d->rotary_row_stride = D0 / 2 - 1; break;
+    case 65: d->rotary_dtype = d->dtype == KVATTN_F16 ? KVATTN_BF16 : KVATTN_F16; break;
+    case 66: d->rotary_row_stride = INT64_MAX / 32; break; /* (rotary_max_pos - 1) x stride */
+    case 67: d->alibi_batch_stride = INT64_MAX / 2 + 1; break;
+    case 68: d->block_table_batch_stride = INT64_MAX / 2 + 1; break;
+    case 69: d->out_row_stride = 200; break;
     }
 }
 
@@ -229,13 +278,18 @@ static void run_arg_case(int backend, int id, int paged, int dt) {
     kvt_case_begin("%s %s args: %s", backend ? "cuda" : "cpu", paged ? "paged" : "contig", c->name);
     if (kvt_problem_upload(&P, 1) == 0) {
         mutate_args(id, &P.pd);
-        kvt_expect e = {c->status, 0, -1, 1, 0};
-        kvt_problem_run(&P, e);
-        if (P.last_status == c->status && !strstr(P.last_error, c->needle) && !(c->needle2 && strstr(P.last_error, c->needle2)))
-            kvt_failf("last_error \"%s\" does not name \"%s\"", P.last_error, c->needle);
-        /* kvattn_validate must agree with forward */
+        /* kvattn_validate must agree with forward; it runs first, since arguments it wrongly accepts (a NULL
+         * pointer, an offset past int64) could crash the forward call and with it every later case */
         int v = kvattn_validate(&P.pd, backend);
-        if (v != c->status) kvt_failf("kvattn_validate returned %s, forward %s", kvattn_status_string(v), kvattn_status_string(c->status));
+        if (v != c->status) kvt_failf("kvattn_validate returned %s, want %s (%s)", kvattn_status_string(v),
+                                      kvattn_status_string(c->status), kvattn_last_error());
+        if (v != KVATTN_OK || c->status == KVATTN_OK) {
+            kvt_expect e = {c->status, 0, -1, 1, 0};
+            kvt_problem_run(&P, e);
+            if (P.last_status == c->status && !strstr(P.last_error, c->needle) &&
+                !(c->needle2 && strstr(P.last_error, c->needle2)))
+                kvt_failf("last_error \"%s\" does not name \"%s\"", P.last_error, c->needle);
+        }
     }
     kvt_case_end();
     kvt_problem_free(&P);
@@ -273,6 +327,9 @@ static const data_case DATA_CASES[] = {
     {"cu_seqlens_knew decreasing", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
     {"cu_seqlens_knew past total_knew", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
     {"cu_seqlens_q[0] != 0", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_q decreasing at the last sequence", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"cu_seqlens_knew decreasing at the last sequence", KVATTN_FLAG_BAD_CU_SEQLENS, -1, -1, 0},
+    {"page index -1 where one key is visible (leftpad == seqlen)", KVATTN_FLAG_PAGE_INDEX, 1, 1, 0},
 };
 #define N_DATA_CASES ((int)(sizeof DATA_CASES / sizeof DATA_CASES[0]))
 
@@ -304,6 +361,9 @@ static void mutate_data(int id, kvt_problem *P) {
     case 19: cun[1] = 3; break;                                  /* [0, 3, 2, 4] */
     case 20: cun[3] = p->total_knew + 1; break;
     case 21: cuq[0] = 1; break;
+    case 22: cuq[3] = cuq[2] - 1; break;                         /* [0, 1, 4, 3]: n_q = -1 */
+    case 23: cun[3] = cun[2] - 1; break;                         /* [0, 1, 2, 1] */
+    case 24: L[1] = S[1]; bt[1 * MAXP0 + 0] = -1; break;         /* seq 1 touches position 5 only: page 0 */
     }
 }
 
@@ -343,7 +403,12 @@ static void run_empty_batch(int backend, int dt) {
         kvt_expect e = kvt_expect_ok();
         e.no_change = 1; /* nothing to write: out stays poisoned, caches identical */
         if (kvt_problem_run(&P, e)) kvt_case_skip("unsupported");
-        else kvt_case_end();
+        else {
+            /* and it needs no workspace, on CUDA too */
+            int st = kvattn_forward(&P.pd, backend, NULL, 0, NULL);
+            if (st != KVATTN_OK) kvt_failf("B = 0 without a workspace: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+            kvt_case_end();
+        }
     } else kvt_case_end();
     kvt_problem_free(&P);
 }
@@ -527,13 +592,101 @@ int main(void) {
         p.num_heads = p.num_kv_heads = p.head_dim = 8;
         if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_OK || kvattn_last_error()[0] != '\0')
             kvt_failf("B = 0 call: last_error \"%s\"", kvattn_last_error());
+        /* kvattn_forward clears it too */
+        p.num_heads = 0;
+        if (kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])
+            kvt_failf("forward with num_heads 0: no error");
+        p.num_heads = 8;
+        if (kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL) != KVATTN_OK || kvattn_last_error()[0] != '\0')
+            kvt_failf("forward after a failure: last_error \"%s\"", kvattn_last_error());
     }
     kvt_case_end();
-    /* the status strings are stable names */
+    /* the status strings are stable names, one per status number */
     kvt_case_begin("status strings");
-    if (strcmp(kvattn_status_string(KVATTN_ERR_BAD_DATA), "KVATTN_ERR_BAD_DATA") != 0)
-        kvt_failf("kvattn_status_string(BAD_DATA) = %s", kvattn_status_string(KVATTN_ERR_BAD_DATA));
-    if (!kvattn_status_string(12345)) kvt_failf("kvattn_status_string(12345) is NULL");
+    {
+        static const char *names[] = {"KVATTN_OK", "KVATTN_ERR_INVALID_ARGUMENT", "KVATTN_ERR_UNSUPPORTED",
+                                      "KVATTN_ERR_WORKSPACE", "KVATTN_ERR_BAD_DATA", "KVATTN_ERR_NOT_AVAILABLE",
+                                      "KVATTN_ERR_OUT_OF_PAGES", "KVATTN_ERR_OUT_OF_MEMORY", "KVATTN_ERR_CUDA",
+                                      "KVATTN_ERR_INTERNAL"};
+        for (int s = KVATTN_OK; s <= KVATTN_ERR_INTERNAL; s++)
+            if (strcmp(kvattn_status_string(s), names[s]) != 0)
+                kvt_failf("kvattn_status_string(%d) = %s, want %s", s, kvattn_status_string(s), names[s]);
+        if (!kvattn_status_string(12345)) kvt_failf("kvattn_status_string(12345) is NULL");
+    }
+    kvt_case_end();
+    /* paged: max_pages_per_seq x page_size == KVATTN_MAX_CACHE_TOKENS is the largest capacity, and valid */
+    kvt_case_begin("paged capacity KVATTN_MAX_CACHE_TOKENS validates");
+    {
+        static char q[8 * 2], out[4 * 8 * 2], kc[16 * 8 * 2];
+        static int32_t seqlens[4] = {1, 1, 1, 1}, bt[4];
+        kvattn_params p = kvattn_params_default();
+        p.dtype = KVATTN_F16; p.batch = 4; p.num_heads = 1; p.num_kv_heads = 1; p.head_dim = 8;
+        p.q = q; p.seqlen_q = 1; p.q_batch_stride = 0; p.q_row_stride = 8; p.q_head_stride = 8; /* read: may broadcast */
+        p.out = out; p.out_batch_stride = 8; p.out_row_stride = 8; p.out_head_stride = 8;
+        p.k_cache = p.v_cache = kc; p.num_pages = 1; p.page_size = 16;
+        p.k_batch_stride = p.v_batch_stride = 16 * 8; p.k_row_stride = p.v_row_stride = 8;
+        p.k_head_stride = p.v_head_stride = 8;
+        p.block_table = bt; p.max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / 16; /* a multiple of 16 */
+        p.block_table_batch_stride = p.max_pages_per_seq;
+        p.cache_seqlens = seqlens;
+        int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
+        if (st != KVATTN_OK) kvt_failf("validate: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+    }
+    kvt_case_end();
+    /* kvattn.h's promises outside one call: backend numbers, the workspace size's output, the defaults */
+    kvt_case_begin("backend numbers, workspace_size outputs, kvattn_params_default");
+    {
+        kvattn_params p = kvattn_params_default();
+        p.num_heads = p.num_kv_heads = p.head_dim = 8; /* B = 0: a valid call */
+        if (kvattn_backend_available(KVATTN_BACKEND_CPU) != 1) kvt_failf("the CPU backend reports itself unavailable");
+        const int bad_backends[3] = {-1, 2, 7};
+        for (int k = 0; k < 3; k++) {
+            const int bk = bad_backends[k];
+            if (kvattn_backend_available(bk) != 0) kvt_failf("backend %d reported available", bk);
+            int st = kvattn_validate(&p, bk);
+            if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "backend"))
+                kvt_failf("validate with backend %d: %s (%s)", bk, kvattn_status_string(st), kvattn_last_error());
+            st = kvattn_forward(&p, bk, NULL, 0, NULL);
+            if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "backend"))
+                kvt_failf("forward with backend %d: %s (%s)", bk, kvattn_status_string(st), kvattn_last_error());
+            size_t ws = 0;
+            st = kvattn_workspace_size(&p, bk, &ws);
+            if (st != KVATTN_ERR_INVALID_ARGUMENT) kvt_failf("workspace_size with backend %d: %s", bk, kvattn_status_string(st));
+        }
+        size_t ws = 12345;
+        int st = kvattn_workspace_size(&p, KVATTN_BACKEND_CPU, &ws);
+        if (st != KVATTN_OK || ws != 0) kvt_failf("CPU workspace_size: %s, %zu bytes (want 0)", kvattn_status_string(st), ws);
+        st = kvattn_workspace_size(&p, KVATTN_BACKEND_CPU, NULL);
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "bytes"))
+            kvt_failf("workspace_size(bytes NULL): %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        /* kvattn_device_status_read: NULL arguments are rejected on every build (before any CUDA call) */
+        kvattn_device_status dst;
+        static char fake_ws[64];
+        st = kvattn_device_status_read(NULL, NULL, &dst);
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "workspace"))
+            kvt_failf("device_status_read(workspace NULL): %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        st = kvattn_device_status_read(fake_ws, NULL, NULL);
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "out"))
+            kvt_failf("device_status_read(out NULL): %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        /* "every pointer NULL, every size 0, window -1/-1, rotary_interleaved 1, softmax_scale 0, dtype fp16" */
+        kvattn_params d = kvattn_params_default();
+        if (d.struct_size != (int64_t)sizeof(kvattn_params) || d.struct_size != (int64_t)kvattn_params_size())
+            kvt_failf("default struct_size %lld", (long long)d.struct_size);
+        if (d.dtype != KVATTN_F16 || d.rotary_interleaved != 1 || d.window_left != -1 || d.window_right != -1 ||
+            d.softmax_scale != 0.0f || d.rotary_dtype != KVATTN_F32)
+            kvt_failf("defaults: dtype %d rotary_interleaved %d window (%d, %d) softmax_scale %g rotary_dtype %d",
+                      d.dtype, d.rotary_interleaved, d.window_left, d.window_right, (double)d.softmax_scale,
+                      d.rotary_dtype);
+        if (d.batch || d.num_heads || d.num_kv_heads || d.head_dim || d.seqlen_q || d.total_q || d.causal ||
+            d.softcap != 0.0f || d.num_splits || d.batch_invariant || d.rotary_dim || d.rotary_max_pos ||
+            d.rotary_row_stride || d.page_size || d.num_pages || d.max_pages_per_seq || d.cache_batch ||
+            d.cache_capacity || d.alibi_batch_stride || d.q_row_stride || d.out_row_stride || d.k_row_stride)
+            kvt_failf("a default size is not 0");
+        if (d.q || d.out || d.k_cache || d.v_cache || d.k_new || d.v_new || d.cu_seqlens_q || d.cu_seqlens_knew ||
+            d.cache_seqlens || d.cache_leftpad || d.cache_batch_idx || d.block_table || d.rotary_cos ||
+            d.rotary_sin || d.alibi_slopes || d.softmax_lse)
+            kvt_failf("a default pointer is not NULL");
+    }
     kvt_case_end();
     return kvt_finish();
 }
