@@ -165,9 +165,18 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     int need_max = 1;
     for (int b = 0; b < B; b++)
         if (S[b] + nnew[b] > need_max) need_max = S[b] + nnew[b];
-    int chp = kvt_randint(0, 1), cdp = kvt_pick((const int[]){0, 8}, 2);
-    int view_head = chp ? kvt_randint(0, 1) : 0; /* the view may start at head 1 of the padded buffer */
-    int64_t cache_elems;
+    /* K and V caches (w = 0, 1): each its own padding of heads (chp) and channels (cdp), view offset and, paged,
+     * NHD or HND order; in half of the cases V's layout is drawn apart from K's (else it is K's), so that a backend
+     * addressing V with K's strides fails */
+    const int v_own = kvt_randint(0, 1);
+    int chp[2], cdp[2], view_head[2], hnd[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
+        const int draw = w == 0 || v_own;
+        chp[w] = draw ? kvt_randint(0, 1) : chp[0];
+        cdp[w] = draw ? kvt_pick((const int[]){0, 8}, 2) : cdp[0];
+        view_head[w] = !draw ? view_head[0] : chp[w] ? kvt_randint(0, 1) : 0; /* the view may start at head 1 */
+    }
+    int64_t cache_elems[2];
     char layout[64];
     int ps = 0;
     if (paged) {
@@ -180,17 +189,16 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         }
         int max_pages = maxp + kvt_randint(0, 2);
         int num_pages = total_pages + kvt_randint(1, 5); /* the pool is larger than needed */
-        int hnd = kvt_randint(0, 2) == 0;
-        int64_t page_elems = (int64_t)ps * (Hk + chp) * (D + cdp);
-        p->k_batch_stride = p->v_batch_stride = page_elems;
-        if (hnd) {
-            p->k_head_stride = p->v_head_stride = (int64_t)ps * (D + cdp);
-            p->k_row_stride = p->v_row_stride = D + cdp;
-        } else {
-            p->k_head_stride = p->v_head_stride = D + cdp;
-            p->k_row_stride = p->v_row_stride = (int64_t)(Hk + chp) * (D + cdp);
+        hnd[0] = kvt_randint(0, 2) == 0;
+        hnd[1] = v_own ? kvt_randint(0, 2) == 0 : hnd[0];
+        for (int w = 0; w < 2; w++) {
+            int64_t page_elems = (int64_t)ps * (Hk + chp[w]) * (D + cdp[w]);
+            int64_t head = hnd[w] ? (int64_t)ps * (D + cdp[w]) : D + cdp[w];
+            int64_t row = hnd[w] ? D + cdp[w] : (int64_t)(Hk + chp[w]) * (D + cdp[w]);
+            if (w == 0) p->k_batch_stride = page_elems, p->k_row_stride = row, p->k_head_stride = head;
+            else p->v_batch_stride = page_elems, p->v_row_stride = row, p->v_head_stride = head;
+            cache_elems[w] = (int64_t)num_pages * page_elems;
         }
-        cache_elems = (int64_t)num_pages * page_elems;
         p->page_size = ps;
         p->num_pages = num_pages;
         p->max_pages_per_seq = max_pages;
@@ -211,19 +219,22 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
             }
         }
         free(pool);
-        snprintf(layout, sizeof layout, "paged ps=%d pool=%d %s%s", ps, num_pages, hnd ? "HND" : "NHD",
-                 junk_before_L ? " junk<L" : "");
+        snprintf(layout, sizeof layout, "paged ps=%d pool=%d k %s v %s%s", ps, num_pages, hnd[0] ? "HND" : "NHD",
+                 hnd[1] ? "HND" : "NHD", junk_before_L ? " junk<L" : "");
     } else {
         int C = need_max + kvt_randint(0, 3);
         int cache_batch = B + kvt_randint(0, 2);
         if (cache_batch == 0) cache_batch = 1;
-        int extra_rows = kvt_randint(0, 1);
-        p->k_row_stride = p->v_row_stride = (int64_t)(Hk + chp) * (D + cdp);
-        p->k_head_stride = p->v_head_stride = D + cdp;
-        p->k_batch_stride = p->v_batch_stride = (int64_t)(C + extra_rows) * p->k_row_stride;
+        int extra_rows = 0;
+        for (int w = 0; w < 2; w++) {
+            if (w == 0 || v_own) extra_rows = kvt_randint(0, 1);
+            int64_t row = (int64_t)(Hk + chp[w]) * (D + cdp[w]), batch = (int64_t)(C + extra_rows) * row;
+            if (w == 0) p->k_batch_stride = batch, p->k_row_stride = row, p->k_head_stride = D + cdp[w];
+            else p->v_batch_stride = batch, p->v_row_stride = row, p->v_head_stride = D + cdp[w];
+            cache_elems[w] = (int64_t)cache_batch * batch;
+        }
         p->cache_batch = cache_batch;
         p->cache_capacity = C;
-        cache_elems = (int64_t)cache_batch * p->k_batch_stride;
         int use_idx = kvt_randint(0, 9) < 3 && B > 0;
         if (use_idx) {
             int32_t perm[MAXB + 3];
@@ -234,15 +245,18 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         }
         snprintf(layout, sizeof layout, "contig C=%d Bc=%d%s", C, cache_batch, use_idx ? " batch_idx" : "");
     }
-    if (!g_force_S && cache_elems > (kvt_quick() ? 1500000 : 4000000)) return 1; /* (many-split cases: long) */
-    int64_t view_off = (int64_t)view_head * (D + cdp);
-    /* an HND paged view starting at head 1 would run past the buffer's end: only NHD-style offsets */
-    if (paged && p->k_head_stride != D + cdp) view_off = 0;
-    kvt_arr_alloc(P, &P->k_cache, "k_cache", (size_t)cache_elems * es);
-    kvt_arr_alloc(P, &P->v_cache, "v_cache", (size_t)cache_elems * es);
-    P->k_cache.offset_bytes = P->v_cache.offset_bytes = (size_t)view_off * es;
-    kvt_fill(dt, P->k_cache.host, cache_elems, -1, 1);
-    kvt_fill(dt, P->v_cache.host, cache_elems, -1, 1);
+    const int64_t max_elems = cache_elems[0] > cache_elems[1] ? cache_elems[0] : cache_elems[1];
+    if (!g_force_S && max_elems > (kvt_quick() ? 1500000 : 4000000)) return 1; /* (many-split cases: long) */
+    int64_t view_off[2];
+    kvt_arr *cache_arr[2] = {&P->k_cache, &P->v_cache};
+    for (int w = 0; w < 2; w++) {
+        view_off[w] = (int64_t)view_head[w] * (D + cdp[w]);
+        /* an HND paged view starting at head 1 would run past the buffer's end: only NHD-style offsets */
+        if (paged && hnd[w]) view_off[w] = 0;
+        kvt_arr_alloc(P, cache_arr[w], w ? "v_cache" : "k_cache", (size_t)cache_elems[w] * es);
+        cache_arr[w]->offset_bytes = (size_t)view_off[w] * es;
+        kvt_fill(dt, cache_arr[w]->host, cache_elems[w], -1, 1);
+    }
 
     kvt_arr_alloc(P, &P->seqlens, "cache_seqlens", (size_t)B * 4);
     for (int b = 0; b < B; b++) ((int32_t *)P->seqlens.host)[b] = S[b];
@@ -312,9 +326,10 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     size_t ll = 0;
     for (int b = 0; b < B && ll < sizeof lens - 40; b++)
         ll += snprintf(lens + ll, sizeof lens - ll, "%s%d/%d/%d/%d", b ? " " : "", nq[b], nnew[b], S[b], L[b]);
-    snprintf(desc, desc_len, "%s %s D=%d H=%d Hk=%d B=%d [nq/nnew/S/L: %s] %s lse=%d pad(q %d,%d c %d,%d+%lld)%s",
+    snprintf(desc, desc_len, "%s %s D=%d H=%d Hk=%d B=%d [nq/nnew/S/L: %s] %s lse=%d pad(q %d,%d k %d,%d+%lld v %d,%d+%lld)%s",
              P->backend == KVATTN_BACKEND_CPU ? "cpu" : "cuda", dt == KVATTN_F32 ? "f32" : dt == KVATTN_F16 ? "f16" : "bf16",
-             D, H, Hk, B, lens, varlen ? "varlen" : "fixed", lse_kind, hp, dp, chp, cdp, (long long)view_off, opts);
+             D, H, Hk, B, lens, varlen ? "varlen" : "fixed", lse_kind, hp, dp, chp[0], cdp[0], (long long)view_off[0],
+             chp[1], cdp[1], (long long)view_off[1], opts);
     (void)layout;
     size_t dl = strlen(desc);
     snprintf(desc + dl, desc_len - dl, " %s", layout);
