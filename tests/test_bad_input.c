@@ -19,16 +19,9 @@ static const int NQ0[B0] = {1, 3, 2}, NNEW0[B0] = {1, 1, 2}, S0[B0] = {20, 5, 40
 /* A valid call: varlen, k_new, rotary, leftpad, ALiBi; paged (page 16, shuffled pool) or contiguous with
  * cache_batch_idx. Host data only (uploaded by the caller after the mutation). */
 static void build_base(kvt_problem *P, int backend, int paged, int dt) {
-    memset(P, 0, sizeof *P);
-    P->backend = backend;
+    kvt_problem_init(P, backend, dt, B0, H0, HK0, D0);
     kvattn_params *p = &P->ph;
-    *p = kvattn_params_default();
     const int es = kvref_dtype_size(dt);
-    p->dtype = dt;
-    p->batch = B0;
-    p->num_heads = H0;
-    p->num_kv_heads = HK0;
-    p->head_dim = D0;
     int cu_q[B0 + 1] = {0}, cu_n[B0 + 1] = {0};
     for (int b = 0; b < B0; b++) {
         cu_q[b + 1] = cu_q[b] + NQ0[b];
@@ -284,7 +277,7 @@ static void run_arg_case(int backend, int id, int paged, int dt) {
         if (v != c->status) kvt_failf("kvattn_validate returned %s, want %s (%s)", kvattn_status_string(v),
                                       kvattn_status_string(c->status), kvattn_last_error());
         if (v != KVATTN_OK || c->status == KVATTN_OK) {
-            kvt_expect e = {c->status, 0, -1, 1, 0};
+            kvt_expect e = {c->status, 0, -1, 1, 0, NULL};
             kvt_problem_run(&P, e);
             if (P.last_status == c->status && !strstr(P.last_error, c->needle) &&
                 !(c->needle2 && strstr(P.last_error, c->needle2)))
@@ -379,8 +372,8 @@ static int run_data_case(int backend, int id, int paged, int dt) {
     if (kvt_problem_upload(&P, 1) == 0) {
         kvt_expect e = kvt_expect_ok();
         if (!c->valid) {
-            if (backend == KVATTN_BACKEND_CPU) e = (kvt_expect){KVATTN_ERR_BAD_DATA, 0, -1, 1, 0};
-            else e = (kvt_expect){KVATTN_OK, c->flag, c->bad_seq, 0, c->bad_seq < 0};
+            if (backend == KVATTN_BACKEND_CPU) e = (kvt_expect){KVATTN_ERR_BAD_DATA, 0, -1, 1, 0, NULL};
+            else e = (kvt_expect){KVATTN_OK, c->flag, c->bad_seq, 0, c->bad_seq < 0, NULL};
         }
         skipped = kvt_problem_run(&P, e);
         if (!skipped && !c->valid && backend == KVATTN_BACKEND_CPU && P.last_status == KVATTN_ERR_BAD_DATA &&
@@ -423,7 +416,7 @@ static void run_cuda_only(void) {
         kvattn_workspace_size(&P.pd, KVATTN_BACKEND_CUDA, &ws);
         P.ws_override = 1;
         P.ws_bytes = ws ? ws - 1 : 0;
-        kvt_expect e = {KVATTN_ERR_WORKSPACE, 0, -1, 1, 0};
+        kvt_expect e = {KVATTN_ERR_WORKSPACE, 0, -1, 1, 0, NULL};
         kvt_problem_run(&P, e);
         if (P.last_status == KVATTN_ERR_WORKSPACE && !strstr(P.last_error, "workspace"))
             kvt_failf("last_error \"%s\" does not name the workspace", P.last_error);
@@ -434,7 +427,7 @@ static void run_cuda_only(void) {
     build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_F32);
     kvt_case_begin("cuda fp32 is unsupported");
     if (kvt_problem_upload(&P, 1) == 0) {
-        kvt_expect e = {KVATTN_ERR_UNSUPPORTED, 0, -1, 1, 0};
+        kvt_expect e = {KVATTN_ERR_UNSUPPORTED, 0, -1, 1, 0, NULL};
         kvt_problem_run(&P, e);
         if (P.last_status == KVATTN_ERR_UNSUPPORTED && !strstr(P.last_error, "dtype"))
             kvt_failf("last_error \"%s\" does not name dtype", P.last_error);

@@ -57,15 +57,8 @@ static inline cu_spec cu_spec_default(void) {
 /* Fills P (backend CUDA) with random q, k_new, v_new, caches, a shuffled pool; does not upload. */
 static inline void cu_build(kvt_problem *P, const cu_spec *sp) {
     const int B = sp->B, H = sp->H, Hk = sp->Hk, D = sp->D, dt = sp->dtype, es = kvref_dtype_size(dt);
-    memset(P, 0, sizeof *P);
-    P->backend = KVATTN_BACKEND_CUDA;
+    kvt_problem_init(P, KVATTN_BACKEND_CUDA, dt, B, H, Hk, D);
     kvattn_params *p = &P->ph;
-    *p = kvattn_params_default();
-    p->dtype = dt;
-    p->batch = B;
-    p->num_heads = H;
-    p->num_kv_heads = Hk;
-    p->head_dim = D;
     p->causal = sp->causal;
     p->batch_invariant = sp->batch_invariant;
     p->num_splits = sp->num_splits;

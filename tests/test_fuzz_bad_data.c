@@ -344,15 +344,8 @@ static int plan_case(fuzz_case *c) {
 /* ---- building the tensors of a planned case into P (host mirror; uploaded by the caller) ------------------ */
 static void build_case(fuzz_case *c, kvt_problem *P) {
     const int B = c->B, H = c->H, Hk = c->Hk, D = c->D, dt = c->dtype, es = kvref_dtype_size(dt);
-    memset(P, 0, sizeof *P);
-    P->backend = c->backend;
+    kvt_problem_init(P, c->backend, dt, B, H, Hk, D);
     kvattn_params *p = &P->ph;
-    *p = kvattn_params_default();
-    p->dtype = dt;
-    p->batch = B;
-    p->num_heads = H;
-    p->num_kv_heads = Hk;
-    p->head_dim = D;
 
     int32_t cu_q[MAXB + 1] = {0}, cu_n[MAXB + 1] = {0};
     for (int b = 0; b < B; b++) {

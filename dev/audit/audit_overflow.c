@@ -15,6 +15,21 @@
  * Usage: audit_overflow [--no-big] */
 #include "audit_common.h"
 
+/* The call on a workspace of the queried size; 0 (verdict FAIL, everything freed) when the size query or the call
+ * fails, else 1 with the device status record in *ds. */
+static int run_call(const char *name, kvattn_params *p, size_t *wsb, kvattn_device_status *ds) {
+    char det[300];
+    int st = kvattn_workspace_size(p, KVATTN_BACKEND_CUDA, wsb);
+    if (st) { snprintf(det, sizeof det, "workspace_size: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
+    void *ws = dalloc(*wsb);
+    free_spacers();
+    st = kvattn_forward(p, KVATTN_BACKEND_CUDA, ws, *wsb, NULL);
+    if (st) { snprintf(det, sizeof det, "forward: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
+    CK(cudaDeviceSynchronize());
+    kvattn_device_status_read(ws, NULL, ds);
+    return 1;
+}
+
 static int lse_case(const char *name, int inv, int num_splits) {
     const int32_t C = KVATTN_MAX_CACHE_TOKENS, D = 8;
     kvattn_params p = kvattn_params_default();
@@ -35,16 +50,9 @@ static int lse_case(const char *name, int inv, int num_splits) {
     p.softmax_lse = dupload(&lse_init, 4); p.lse_head_stride = 1; p.lse_row_stride = 1;
     p.batch_invariant = inv; p.num_splits = num_splits;
     size_t wsb = 0;
-    int st = kvattn_workspace_size(&p, KVATTN_BACKEND_CUDA, &wsb);
     char det[300];
-    if (st) { snprintf(det, sizeof det, "workspace_size: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
-    void *ws = dalloc(wsb);
-    free_spacers();
-    st = kvattn_forward(&p, KVATTN_BACKEND_CUDA, ws, wsb, NULL);
-    if (st) { snprintf(det, sizeof det, "forward: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
-    CK(cudaDeviceSynchronize());
     kvattn_device_status ds;
-    kvattn_device_status_read(ws, NULL, &ds);
+    if (!run_call(name, &p, &wsb, &ds)) return 0;
     uint16_t out[8];
     CK(cudaMemcpy(&lse, p.softmax_lse, 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(out, p.out, 16, cudaMemcpyDeviceToHost));
@@ -77,15 +85,8 @@ static int rows_case(void) {
     p.out = out; p.out_row_stride = (int64_t)H * D; p.out_head_stride = D; p.out_batch_stride = (int64_t)Sq * H * D;
     size_t wsb = 0;
     char det[300];
-    int st = kvattn_workspace_size(&p, KVATTN_BACKEND_CUDA, &wsb);
-    if (st) { snprintf(det, sizeof det, "workspace_size: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
-    void *ws = dalloc(wsb);
-    free_spacers();
-    st = kvattn_forward(&p, KVATTN_BACKEND_CUDA, ws, wsb, NULL);
-    if (st) { snprintf(det, sizeof det, "forward: %s", kvattn_last_error()); verdict(name, 0, det); free_all(); return 0; }
-    CK(cudaDeviceSynchronize());
     kvattn_device_status ds;
-    kvattn_device_status_read(ws, NULL, &ds);
+    if (!run_call(name, &p, &wsb, &ds)) return 0;
     /* sample 4096 elements (and the first and last) */
     size_t unwritten = 0, wrong = 0, samples = 0;
     for (int k = 0; k < 4098; k++) {

@@ -236,6 +236,18 @@ int kvt_guards_ok(const kvt_buf *b) {
 }
 
 /* ---- problems ---------------------------------------------------------------------------------------------- */
+void kvt_problem_init(kvt_problem *P, int backend, int dtype, int B, int H, int Hk, int D) {
+    memset(P, 0, sizeof *P);
+    P->backend = backend;
+    kvattn_params *p = &P->ph;
+    *p = kvattn_params_default();
+    p->dtype = dtype;
+    p->batch = B;
+    p->num_heads = H;
+    p->num_kv_heads = Hk;
+    p->head_dim = D;
+}
+
 void kvt_arr_alloc(kvt_problem *P, kvt_arr *a, const char *name, size_t bytes) {
     if (a->used) {
         free(a->host);

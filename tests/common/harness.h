@@ -76,6 +76,8 @@ typedef struct kvt_problem {
     char last_error[512];  /* kvattn_last_error() right after that call */
 } kvt_problem;
 
+/* Starts an empty problem: zeroes P, sets its backend, and ph to kvattn_params_default() with these sizes. */
+void kvt_problem_init(kvt_problem *P, int backend, int dtype, int B, int H, int Hk, int D);
 /* Allocates a tensor of `bytes` (host zeroed, at least 16 bytes) and marks it used. */
 void kvt_arr_alloc(kvt_problem *P, kvt_arr *a, const char *name, size_t bytes);
 /* Frees every tensor but the two caches (which persist across the steps of a generation loop). */
