@@ -538,7 +538,7 @@ int main(void) {
         p.k_batch_stride = p.v_batch_stride = 32; p.k_row_stride = p.v_row_stride = 8;
         p.k_head_stride = p.v_head_stride = 8;
         p.cache_seqlens = seqlens;
-        /* 65532 x 16385 = 2^30 - 3 rows fit; 65533 x 16385 do not */
+        /* 65532 x 16385 = 2^30 - 4 rows fit; 65533 x 16385 = 2^30 + 16381 do not */
         const int32_t sq[2] = {65532, 65533};
         int skipped = 0;
         for (int i = 0; i < 2 && !skipped; i++) {
