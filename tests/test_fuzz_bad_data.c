@@ -88,7 +88,6 @@ static int64_t g_budget_cache, g_budget_ref; /* per case: cache elements, refere
 static int g_verbose;
 static long g_fault_count[F_KINDS], g_near_count[N_KINDS], g_cu_count[CU_KINDS], g_clean_cases;
 
-static int pick_w(const int *v, int n) { return v[kvt_randint(0, n - 1)]; }
 static int imax(int a, int b) { return a > b ? a : b; }
 static int imin(int a, int b) { return a < b ? a : b; }
 
@@ -149,11 +148,11 @@ static int plan_case(fuzz_case *c) {
     int hc = kvt_randint(0, 7);
     c->H = heads[hc][0];
     c->Hk = heads[hc][1];
-    c->D = pick_w(dims, 12);
+    c->D = kvt_pick(dims, 12);
     c->long_mode = kvt_randint(0, 9) < 2; /* caches of thousands of tokens: the CUDA split paths */
     c->B = c->long_mode ? kvt_randint(1, 5) : kvt_randint(1, MAXB);
     c->paged = kvt_randint(0, 2) > 0;
-    c->ps = c->paged ? pick_w(page_sizes, 7) : 0;
+    c->ps = c->paged ? kvt_pick(page_sizes, 7) : 0;
     c->hnd = c->paged && kvt_randint(0, 2) == 0;
     c->has_new = kvt_randint(0, 19) > 2;
     const int all_new_zero = c->has_new && kvt_randint(0, 9) == 0;
@@ -220,7 +219,7 @@ static int plan_case(fuzz_case *c) {
             kinds[n++] = F_ROTARY_POS;
             kinds[n++] = F_ROTARY_NQ;
         }
-        c->s[order[v]].fault = pick_w(kinds, n);
+        c->s[order[v]].fault = kvt_pick(kinds, n);
     }
     for (int v = nv; v < B; v++) {
         if (kvt_randint(0, 99) >= 40) continue;
@@ -235,7 +234,7 @@ static int plan_case(fuzz_case *c) {
         if (!c->huge_table) kinds[n++] = N_AT_CAPACITY;
         kinds[n++] = N_LEFTPAD_EQ_S;
         if (c->rotary) kinds[n++] = N_ROTARY_NQ_EQ;
-        c->s[order[v]].near = pick_w(kinds, n);
+        c->s[order[v]].near = kvt_pick(kinds, n);
     }
 
     /* lengths the faults and near misses need before the layout is sized */
@@ -477,12 +476,12 @@ static void build_case(fuzz_case *c, kvt_problem *P) {
     }
     p->causal = kvt_randint(0, 9) < 4;
     if (kvt_randint(0, 4) == 0) {
-        p->window_left = pick_w((const int[]){0, 1, 7, 100}, 4);
-        if (!p->causal) p->window_right = pick_w((const int[]){-1, 0, 3}, 3);
+        p->window_left = kvt_pick((const int[]){0, 1, 7, 100}, 4);
+        if (!p->causal) p->window_right = kvt_pick((const int[]){-1, 0, 3}, 3);
     }
     if (kvt_randint(0, 9) == 0) p->softcap = (float)kvt_uniform(1.0, 5.0);
     if (kvt_randint(0, 3) == 0) p->softmax_scale = (float)kvt_uniform(0.05, 0.3);
-    p->num_splits = pick_w((const int[]){0, 0, 0, 1, 2, 5}, 6);
+    p->num_splits = kvt_pick((const int[]){0, 0, 0, 1, 2, 5}, 6);
     p->batch_invariant = kvt_randint(0, 4) == 0;
     ol += snprintf(c->opts + ol, sizeof c->opts - ol, "%s win=(%d,%d)%s%s splits=%d%s lse=%d pad(q%d,o%d)",
                    p->causal ? " causal" : "", p->window_left, p->window_right, p->softcap > 0 ? " softcap" : "",
@@ -548,7 +547,7 @@ static void apply_faults(fuzz_case *c, kvt_problem *P) {
             break;
         case F_BATCH_IDX: {
             int32_t *bi = P->batch_idx.host;
-            int32_t v = pick_w((const int[]){-1, -2, 0, 1, 2, 3}, 6);
+            int32_t v = kvt_pick((const int[]){-1, -2, 0, 1, 2, 3}, 6);
             v = v == 0 ? c->cache_batch : v == 1 ? c->cache_batch + kvt_randint(1, 100) : v == 2 ? INT32_MAX
                 : v == 3 ? INT32_MIN : v;
             snprintf(s->what, sizeof s->what, "cache_batch_idx %d -> %d (cache_batch %d)", bi[b], v, c->cache_batch);
