@@ -1,6 +1,7 @@
 /* attn.cu — the attention half of the CUDA backend (see cuda_internal.cuh): support check, workspace size and
  * the launch of scheduling, attention and combine kernels on the caller's stream.
  * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim, DP = D padded to a multiple of 32. */
+#include <type_traits>
 #include "cuda/cuda_internal.cuh"
 #include "cuda/attn_kernels.cuh"
 
@@ -67,8 +68,9 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90 && kv_sm90_dp(pl->dp) > 0;
     pl->pdp = pl->sm90 ? kv_sm90_dp(pl->dp) : pl->dp;
     if (pl->sm90) {
-        pl->smem = pl->pdp == 64    ? kv_sm90_cfg<__half, 64>::SMEM_BYTES
-                   : pl->pdp == 128 ? kv_sm90_cfg<__half, 128>::SMEM_BYTES
+        pl->smem = pl->pdp == 64    ? (KV_PREFILL_WS ? kv_ws_cfg<__half, 64>::SMEM_BYTES : kv_sm90_cfg<__half, 64>::SMEM_BYTES)
+                   : pl->pdp == 128 ? (KV_PREFILL_WS ? kv_ws_cfg<__half, 128>::SMEM_BYTES
+                                                     : kv_sm90_cfg<__half, 128>::SMEM_BYTES)
                                     : kv_sm90_cfg<__half, 256>::SMEM_BYTES;
     }
     if (pl->smem_dec > pl->smem) pl->smem = pl->smem_dec;
@@ -203,12 +205,16 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
 template <typename T, int DP>
 static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a, kv_item_list list,
                                   const kv_device_info *dev, cudaStream_t stream) {
-    typedef kv_sm90_cfg<T, DP> CF;
+    constexpr bool WS = KV_PREFILL_WS && DP <= 128; /* the warp-specialized form (attn_prefill_ws.cuh) */
+    typedef typename std::conditional<WS, kv_ws_cfg<T, (DP <= 128 ? DP : 128)>, kv_sm90_cfg<T, DP>>::type CF;
+    auto kernel = [] {
+        if constexpr (WS) return kv_prefill_ws_kernel<T, (DP <= 128 ? DP : 128)>;
+        else return kv_prefill_sm90_kernel<T, DP>;
+    }();
     static int ready[KV_MAX_DEVICES];
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     if (!__atomic_load_n(&ready[d], __ATOMIC_ACQUIRE)) {
-        cudaError_t e = cudaFuncSetAttribute(kv_prefill_sm90_kernel<T, DP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             CF::SMEM_BYTES);
+        cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM_BYTES);
         if (e != cudaSuccess) return e;
         __atomic_store_n(&ready[d], 1, __ATOMIC_RELEASE);
     }
@@ -217,8 +223,7 @@ static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a,
 #ifdef KVATTN_DEV_VARIANTS
     if (kv_attn_dev_pctas > 0 && kv_attn_dev_pctas < ctas) ctas = kv_attn_dev_pctas;
 #endif
-    return kv_launch(kv_prefill_sm90_kernel<T, DP>, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a,
-                     list);
+    return kv_launch(kernel, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a, list);
 }
 template <typename T>
 static int launch_sm90(int pdp, const kvattn_params *p, const kv_attn_args *a, kv_item_list list,

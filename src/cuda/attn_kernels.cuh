@@ -2157,5 +2157,6 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
 
 /* the sm_90a prefill kernel (wgmma), used for prefill items on sm_90 devices when built for sm_90a */
 #include "cuda/attn_prefill_sm90.cuh"
+#include "cuda/attn_prefill_ws.cuh"
 
 #endif

@@ -1,0 +1,525 @@
+/* attn_prefill_ws.cuh — the warp-specialized form of the sm_90a prefill kernel (v76): the item semantics of
+ * kv_sm90_item (attn_prefill_sm90.cuh) with its copies moved to a warpgroup of their own.
+ *
+ * One block = 3 warpgroups (384 threads), one block per SM (persistent):
+ * - warpgroup 0, the producer: claims the items (atomic counter), hands them to the consumers through a ring of 2
+ *   smem slots, and streams every item's K / V tiles into NS stages: per tile, its 128 threads resolve one row
+ *   address each (K rows 0 .. 63, V rows 0 .. 63; kv_row_addresser: any page size, rows outside [klo, khi) and
+ *   unmapped pages zero-filled and never read), wait until the stage is free (mbarrier `empty`) and copy the tile
+ *   with 16-byte cp.async; `cp.async.mbarrier.arrive.noinc` makes the stage's `full` barriers complete when every
+ *   producer thread's copies have landed. It runs ahead across items, so the next item's first tiles load while
+ *   the current one is computed.
+ * - warpgroups 1 and 2, the consumers: rows [64c, 64c + 64) of the item's 128 packed rows each; Q by their own
+ *   cp.async; per tile the same wgmma pipeline as kv_sm90_item's LATE form (S_t = Q K_t^T and O += P_{t-1} V_{t-1}
+ *   issued together, the softmax of S_t overlapping P V), waiting on the stage barriers instead of their own
+ *   copies and a block barrier, so the two consumer warpgroups are not held in step. A stage is released (one
+ *   arrival per consumer warp) once the products reading it are complete.
+ * Split pieces merge through kv_attn_piece_done with the whole block (the producer joins it after issuing the
+ * piece's tiles). Memory order: a consumer thread that has observed a stage's full barrier issues
+ * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
+ * through the async proxy). DP 64 and 128 (the LATE form); DP 256 keeps kv_prefill_sm90_kernel. */
+#ifndef KVATTN_ATTN_PREFILL_WS_CUH
+#define KVATTN_ATTN_PREFILL_WS_CUH
+
+/* 1: prefill items of DP 64 and 128 run on kv_prefill_ws_kernel (attn.cu, launch_sm90_dp) */
+#ifndef KV_PREFILL_WS
+#define KV_PREFILL_WS 1
+#endif
+
+template <typename T, int DP, int NS_ = (DP == 64 ? 8 : 5)> struct kv_ws_cfg {
+    static_assert(DP == 64 || DP == 128, "kv_prefill_ws_kernel: DP must be 64 or 128");
+    static constexpr int BN = 64;
+    static constexpr int NS = NS_; /* stages, each one K and one V tile */
+    static constexpr int THREADS = 384;
+    static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
+    static constexpr int KV_BYTES = BN * DP * 2;
+    static constexpr int SMEM_BYTES = Q_BYTES + 2 * NS * KV_BYTES + 1024;
+};
+
+/* ---- mbarrier wrappers (shared::cta addresses) ---------------------------------------------------------- */
+static __device__ __forceinline__ void kv_mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/* Waits until the phase of parity `parity` has completed (a fresh barrier: parity 1 counts as completed). */
+static __device__ __forceinline__ void kv_mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile("{\n.reg .pred p;\nKV_MBAR_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra KV_MBAR_WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+static __device__ __forceinline__ void kv_mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/* Arrival once every cp.async this thread issued before it has landed (the count is not raised: .noinc). */
+static __device__ __forceinline__ void kv_mbar_arrive_cp_async(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+/* Registers per thread of the executing warpgroup (the block's pool is 384 x 168: the producer's 128 threads give
+ * up 128 x (168 - KV_WS_PREG) for the consumers' 256 x (KV_WS_CREG - 168)). */
+#ifndef KV_WS_PREG
+#define KV_WS_PREG 56
+#endif
+#ifndef KV_WS_CREG
+#define KV_WS_CREG 224
+#endif
+static_assert(128 * KV_WS_PREG + 256 * KV_WS_CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
+template <int N> static __device__ __forceinline__ void kv_setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> static __device__ __forceinline__ void kv_setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+/* Named barrier `id` over `n` threads (id 0 is __syncthreads). */
+static __device__ __forceinline__ void kv_bar_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+static __device__ __forceinline__ void kv_bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+/* 1: the two consumer warpgroups take turns to issue their products (named barriers 4 and 5), so that one
+ * warpgroup's softmax runs while the other's products occupy the tensor cores */
+#ifndef KV_WS_PINGPONG
+#define KV_WS_PINGPONG 0
+#endif
+
+/* The block's barriers and item ring (static smem). */
+template <int NS> struct kv_ws_bars {
+    uint64_t full_k[NS], full_v[NS], empty[NS]; /* full: 128 producer arrivals; empty: 8 consumer warps */
+    uint64_t ring_full[2], ring_empty[2];       /* ring_full: 1 (producer thread 0); ring_empty: 8 consumer warps */
+    int ring[2];                                /* list index of the item (>= count: no more items) */
+    int pidx;                                   /* the producer's claimed index, to its other threads */
+};
+
+/* ---- the producer: one item's K / V tiles ----------------------------------------------------------------
+ * gp: the block's tile counter (stage gp % NS, phase gp / NS), advanced per tile. */
+template <typename T, int DP, typename CF>
+static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sK,
+                                                     uint32_t sV, uint64_t (*s_addr)[2][CF::BN],
+                                                     kv_ws_bars<CF::NS> *bars, uint32_t &gp) {
+    constexpr int BN = CF::BN, NS = CF::NS, CH = DP / 8, RSTEP = 128 / CH;
+    const int tid = threadIdx.x; /* 0 .. 127 */
+    const int32_t kt_begin = it.klo / BN;
+    const int32_t n_kt = it.khi > it.klo ? (int32_t)kv_ceil_div64(it.khi, BN) - kt_begin : 0;
+    if (n_kt <= 0) return;
+    const kv_item_facts f = kv_item_facts_get(p, it.b);
+    kv_row_addresser ra; /* K rows (tid < 64) or V rows */
+    ra.init(p, it.b, f.cache_row, it.kv_head, tid >= BN);
+    const int rr = tid % BN, which = tid / BN;
+    auto page_read = [&](int32_t t) -> int32_t {
+        const int32_t j = (kt_begin + t) * BN + rr;
+        return ra.table && t < n_kt && j >= it.klo && j < it.khi ? ra.page(f.s.L + j) : 0;
+    };
+    const int my_ch = tid % CH, my_row = tid / CH;
+    const uint64_t ch_mask = my_ch * 8 < f.D ? ~0ull : 0ull;
+    const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
+    int32_t page = page_read(0);
+#pragma unroll 1
+    for (int32_t t = 0; t < n_kt; t++, gp++) {
+        const int slot = gp & 1;
+        {
+            const int32_t j = (kt_begin + t) * BN + rr;
+            s_addr[slot][which][rr] = j >= it.klo && j < it.khi ? ra.addr(f.s.L + j, page) : 0;
+        }
+        page = page_read(t + 1);
+        kv_bar_sync(1, 128); /* the tile's addresses visible to every producer thread */
+        const int st = gp % NS;
+        kv_mbar_wait(kv_smem_u32(&bars->empty[st]), ((gp / NS) & 1) ^ 1);
+#pragma unroll
+        for (int w = 0; w < 2; w++) {
+            const uint32_t dst = (w ? sV : sK) + st * CF::KV_BYTES + my_dst;
+            const uint64_t *rows = s_addr[slot][w] + my_row;
+#pragma unroll
+            for (int k = 0; k < BN / RSTEP; k++) kv_copy16_row(dst + k * RSTEP * 128, rows[k * RSTEP] & ch_mask, my_ch * 16);
+            kv_mbar_arrive_cp_async(kv_smem_u32(w ? &bars->full_v[st] : &bars->full_k[st]));
+        }
+    }
+}
+
+/* ---- a consumer warpgroup: its 64 rows of one item -------------------------------------------------------
+ * gc: the block's tile counter as the consumers see it (the same sequence as the producer's gp). */
+template <typename T, int DP, typename CF>
+static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
+                                                     uint32_t sQ, uint32_t sK, uint32_t sV, kv_ws_bars<CF::NS> *bars,
+                                                     uint32_t &gc) {
+    constexpr int BN = CF::BN, NS = CF::NS;
+    constexpr int ROWS = KV_SM90_ROWS;
+    constexpr int CH = DP / 8;
+    constexpr int SN = BN / 2;
+    constexpr int ON = DP / 2;
+    constexpr int KQ = DP / 16;
+    constexpr int KP = BN / 16;
+    const int ctid = threadIdx.x - 128, wg = ctid >> 7, wtid = ctid & 127, warp = (ctid >> 5) & 3,
+              lane = threadIdx.x & 31;
+    const int gq = lane >> 2, tq = lane & 3;
+    const int b = it.b, kvh = it.kv_head;
+    const kv_item_facts f = kv_item_facts_get(p, b);
+    const kv_seq s = f.s;
+    const int32_t s_k = f.s_k;
+    const int G = f.G, D = f.D;
+    const float scale = f.scale;
+    const bool plain = f.plain;
+    const float LOG2E = 1.4426950408889634f;
+    const T *qg = (const T *)p.q;
+    T *og = (T *)p.out;
+    const int32_t kt_begin = it.klo / BN;
+    const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
+    const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
+
+    /* 1. this warpgroup's 64 Q rows (the previous item's products of this warpgroup are complete) */
+    if (n_kt > 0) {
+        const bool rope = p.rotary_cos != NULL;
+        const int32_t rope_R = p.rotary_dim;
+#pragma unroll 1
+        for (int e = wtid; e < 64 * CH; e += 128) {
+            const int rr = wg * 64 + e / CH, ch = e % CH, c0 = ch * 8;
+            const bool live = rr < it.nrows && c0 < D;
+            const int64_t qo = live ? kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride,
+                                                    p.q_head_stride)
+                                    : 0;
+            if (!rope) {
+                kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), live ? (uint64_t)(qg + qo) : 0, ch * 16);
+                continue;
+            }
+            uint4 qv = make_uint4(0, 0, 0, 0);
+            if (live) qv = *(const uint4 *)(qg + qo + c0);
+            T *vals = (T *)&qv;
+            if (live && c0 < rope_R) {
+                const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
+                if (pos >= 0 && pos < p.rotary_max_pos) {
+                    const int il = p.rotary_interleaved;
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        const int c = c0 + j;
+                        if (c < rope_R) {
+                            const float x = kv_to_float(vals[j]);
+                            const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
+                            const int pr = kv_rope_pair(c, rope_R, il);
+                            const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+                            const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+                            kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
+                        }
+                    }
+                }
+            }
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
+                         "r"(qv.y), "r"(qv.z), "r"(qv.w)
+                         : "memory");
+        }
+        kv_cp_async_commit();
+        kv_cp_async_wait<0>();
+        kv_fence_proxy_async();
+        kv_bar_sync(2 + wg, 128);
+    }
+
+    /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
+    int32_t vlo[2], vhi[2], qkey[2];
+    float slope[2];
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
+        const int32_t r = it.row0 + rr;
+        vlo[h2] = 0;
+        vhi[h2] = 0;
+        qkey[h2] = 0;
+        slope[h2] = 0.0f;
+        if (rr < it.nrows) {
+            const int32_t i = r / G;
+            const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+            vlo[h2] = max(vr.lo, it.klo);
+            vhi[h2] = min(vr.hi, it.khi);
+            qkey[h2] = i + s_k - s.n_q;
+            if (p.alibi_slopes) slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
+        }
+    }
+    float o[ON];
+#pragma unroll
+    for (int k = 0; k < ON; k++) o[k] = 0.0f;
+    float m2[2] = {-CUDART_INF_F, -CUDART_INF_F};
+    float l[2] = {0.0f, 0.0f};
+    float sc[SN];
+    uint32_t pf[KP][4];
+    const uint64_t dq0 = kv_sm90_desc(sQ + wg * 64 * 128, 16, 1024);
+
+    auto fence_all = [&]() {
+        kv_fence_regs<SN>(sc);
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+        kv_wgmma_fence();
+    };
+    auto products_done = [&]() {
+        kv_wgmma_wait<0>();
+        kv_fence_regs<ON>(o);
+        kv_fence_regs<KP * 4>(&pf[0][0]);
+    };
+    /* the products reading stage st are complete in this warp: one arrival per consumer warp frees it */
+    auto release = [&](uint32_t g) {
+        __syncwarp();
+        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty[g % NS]));
+    };
+    auto wait_k = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_k[g % NS]), (g / NS) & 1); };
+    auto wait_v = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_v[g % NS]), (g / NS) & 1); };
+    /* KV_WS_PINGPONG: wait for this warpgroup's turn before issuing products, hand the turn on after */
+    auto turn_wait = [&]() {
+        if (KV_WS_PINGPONG) kv_bar_sync(4 + wg, 256);
+    };
+    auto turn_pass = [&]() {
+        if (KV_WS_PINGPONG) kv_bar_arrive(5 - wg, 256);
+    };
+    auto rescale_o = [&](const float *corr) {
+#pragma unroll
+        for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
+    };
+    auto issue_s = [&](uint32_t g) {
+        const uint64_t dk0 = kv_sm90_desc(sK + (g % NS) * CF::KV_BYTES, 16, 1024);
+#pragma unroll
+        for (int kk = 0; kk < KQ; kk++) {
+            const uint32_t qoff = (kk >> 2) * (ROWS * 128) + (kk & 3) * 32;
+            const uint32_t koff = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+            kv_wgmma<T>::ss64(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+        }
+        kv_wgmma_commit();
+    };
+    auto issue_pv = [&](uint32_t g) {
+        const uint64_t dv0 = kv_sm90_desc(sV + (g % NS) * CF::KV_BYTES, BN * 128, 1024);
+#pragma unroll
+        for (int kk = 0; kk < KP; kk++) {
+            const uint64_t dv = dv0 + ((kk * 16 * 128) >> 4);
+            if constexpr (DP == 64) kv_wgmma<T>::rs64(o, pf[kk], dv, 1);
+            else kv_wgmma<T>::rs128(o, pf[kk], dv, 1);
+        }
+        kv_wgmma_commit();
+    };
+    auto softmax_body = [&](auto general, int32_t jt, float *corr) {
+        float cs = scale * LOG2E;
+        if constexpr (decltype(general)::value) {
+            cs = 1.0f;
+            if (plain) {
+#pragma unroll
+                for (int k = 0; k < SN; k++) sc[k] *= scale * LOG2E;
+            } else {
+#pragma unroll
+                for (int k = 0; k < SN; k++) {
+                    const int h2 = (k >> 1) & 1;
+                    const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+                    float x = kv_softcap(sc[k] * scale, p.softcap);
+                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
+                    sc[k] = x * LOG2E;
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < SN; k++) {
+                const int h2 = (k >> 1) & 1;
+                const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+                if (j < vlo[h2] || j >= vhi[h2]) sc[k] = -CUDART_INF_F;
+            }
+        }
+#pragma unroll
+        for (int h2 = 0; h2 < 2; h2++) {
+            float mx = -CUDART_INF_F;
+#pragma unroll
+            for (int n = 0; n < SN / 4; n++) mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h2], sc[4 * n + 2 * h2 + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mnew = fmaxf(m2[h2], mx * cs);
+            const float msafe = mnew == -CUDART_INF_F ? 0.0f : mnew;
+            corr[h2] = kv_exp2(m2[h2] - msafe);
+            m2[h2] = mnew;
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < SN / 4; n++) {
+                const float e0 = kv_exp2(fmaf(sc[4 * n + 2 * h2], cs, -msafe));
+                const float e1 = kv_exp2(fmaf(sc[4 * n + 2 * h2 + 1], cs, -msafe));
+                sc[4 * n + 2 * h2] = e0;
+                sc[4 * n + 2 * h2 + 1] = e1;
+                sum += e0 + e1;
+            }
+            l[h2] = l[h2] * corr[h2] + sum;
+        }
+    };
+    auto pack_p = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < KP; kk++) {
+            pf[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+            pf[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+            pf[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+            pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+        }
+    };
+
+    /* 2-3. pipeline over tiles g0 .. g0 + n_kt - 1 of the block's sequence */
+    if (n_kt > 0) {
+        const uint32_t g0 = gc;
+        wait_k(g0);
+        kv_fence_proxy_async();
+        fence_all();
+        turn_wait();
+        issue_s(g0);
+        turn_pass();
+        kv_wgmma_wait<0>();
+        kv_fence_regs<SN>(sc);
+        float corr[2];
+        softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
+        int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
+        if (plain && it.nrows > 0) {
+            const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal,
+                                                       p.window_left, p.window_right).lo, it.klo);
+            const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
+                                                       p.window_right).hi, it.khi);
+            t_fast_lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
+            t_fast_hi = max(t_fast_lo, min(n_kt, hi_min / BN - kt_begin));
+        }
+        /* iteration t: K_t and V_{t-1} landed; P_{t-2} V_{t-2} complete (its stage released), rescale O,
+         * P_{t-1} -> registers; issue S_t and O += P_{t-1} V_{t-1}; softmax of S_t overlapping P V */
+        auto step = [&](auto general, int32_t t) {
+            const uint32_t g = g0 + t;
+            wait_k(g);
+            wait_v(g - 1);
+            kv_fence_proxy_async();
+            products_done();
+            if (t >= 2) release(g - 2);
+            rescale_o(corr);
+            pack_p();
+            fence_all();
+            turn_wait();
+            issue_s(g);
+            issue_pv(g - 1);
+            turn_pass();
+            kv_wgmma_wait<1>();
+            kv_fence_regs<SN>(sc);
+            softmax_body(general, (kt_begin + t) * BN, corr);
+            kv_fence_regs<SN>(sc);
+        };
+        for (int32_t t = 1; t < n_kt; t++) {
+            if (t >= t_fast_lo && t < t_fast_hi) step(kv_sm90_bool<false>(), t);
+            else step(kv_sm90_bool<true>(), t);
+        }
+        const uint32_t gl = g0 + n_kt - 1;
+        wait_v(gl);
+        kv_fence_proxy_async();
+        products_done();
+        if (n_kt >= 2) release(gl - 1);
+        rescale_o(corr);
+        pack_p();
+        fence_all();
+        turn_wait();
+        issue_pv(gl);
+        turn_pass();
+        products_done();
+        release(gl);
+        gc = g0 + n_kt;
+    }
+
+    /* 4. epilogue */
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
+    }
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
+        if (rr >= it.nrows) continue;
+        const int32_t r = it.row0 + rr;
+        const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
+        const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
+        if (it.part >= 0) {
+            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++)
+                *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
+            if (tq == 0) a.part_lse[it.part + rr] = lse;
+        } else {
+            const int64_t oo = kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++) {
+                const int c = n * 8 + tq * 2;
+                if (c < D) {
+                    T pair[2];
+                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
+                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
+                    *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                }
+            }
+            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+        }
+    }
+}
+
+/* Persistent warp-specialized prefill kernel: num_SMs blocks of 384 threads, kv_ws_cfg<T, DP>::SMEM_BYTES of
+ * dynamic smem. */
+template <typename T, int DP>
+__global__ void __launch_bounds__(384, 1)
+    kv_prefill_ws_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    typedef kv_ws_cfg<T, DP> CF;
+    constexpr int NS = CF::NS;
+    extern __shared__ __align__(1024) unsigned char kv_ws_smem[];
+    __shared__ uint64_t s_addr[2][2][CF::BN]; /* the producer's K and V row addresses of a tile, two slots */
+    __shared__ kv_ws_bars<NS> bars;
+    __shared__ int s_flag;
+    const uint32_t sbase = (kv_smem_u32(kv_ws_smem) + 1023u) & ~1023u;
+    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + NS * CF::KV_BYTES;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            kv_mbar_init(kv_smem_u32(&bars.full_k[i]), 128);
+            kv_mbar_init(kv_smem_u32(&bars.full_v[i]), 128);
+            kv_mbar_init(kv_smem_u32(&bars.empty[i]), 8);
+        }
+        for (int i = 0; i < 2; i++) {
+            kv_mbar_init(kv_smem_u32(&bars.ring_full[i]), 1);
+            kv_mbar_init(kv_smem_u32(&bars.ring_empty[i]), 8);
+        }
+    }
+    /* items (scheduler) and appended rows (append kernel): as kv_prefill_sm90_kernel */
+    if (a.no_wait & KV_EARLY_START) {
+        if (threadIdx.x == 0)
+            while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
+    } else if (!(a.no_wait & KV_NO_WAIT_PREFILL)) {
+        kv_grid_wait();
+    }
+    __syncthreads(); /* (also publishes the barriers' initialization) */
+    kv_grid_launch_dependents();
+    const int count = __ldcg(list.count);
+    if (threadIdx.x < 128) { /* the producer */
+        kv_setmaxnreg_dec<KV_WS_PREG>();
+        uint32_t gp = 0;
+#pragma unroll 1
+        for (int n = 0;; n++) {
+            if (threadIdx.x == 0) {
+                const int idx = atomicAdd(list.counter, 1);
+                bars.pidx = idx;
+                kv_mbar_wait(kv_smem_u32(&bars.ring_empty[n & 1]), ((n >> 1) & 1) ^ 1);
+                bars.ring[n & 1] = idx;
+                kv_mbar_arrive(kv_smem_u32(&bars.ring_full[n & 1]));
+            }
+            kv_bar_sync(1, 128);
+            const int idx = bars.pidx;
+            kv_bar_sync(1, 128); /* pidx read by all before thread 0 writes the next one */
+            if (idx >= count) break;
+            const kv_item it = kv_item_ldcg(list.items, idx);
+            kv_ws_produce<T, DP, CF>(p, it, sK, sV, s_addr, &bars, gp);
+            if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
+        }
+    } else { /* the consumers */
+        kv_setmaxnreg_inc<KV_WS_CREG>();
+        if (KV_WS_PINGPONG && threadIdx.x >= 256) kv_bar_arrive(4, 256); /* the first turn: warpgroup 1 */
+        uint32_t gc = 0;
+#pragma unroll 1
+        for (int n = 0;; n++) {
+            kv_mbar_wait(kv_smem_u32(&bars.ring_full[n & 1]), (n >> 1) & 1);
+            const int idx = bars.ring[n & 1];
+            __syncwarp();
+            if ((threadIdx.x & 31) == 0) kv_mbar_arrive(kv_smem_u32(&bars.ring_empty[n & 1]));
+            if (idx >= count) break;
+            const kv_item it = kv_item_ldcg(list.items, idx);
+            kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc);
+            if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
+        }
+    }
+#else
+    __trap(); /* sm_90a only: never launched on other targets */
+#endif
+}
+
+#endif
