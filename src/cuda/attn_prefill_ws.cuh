@@ -1,23 +1,28 @@
-/* attn_prefill_ws.cuh — the warp-specialized form of the sm_90a prefill kernel (v76): the item semantics of
- * kv_sm90_item (attn_prefill_sm90.cuh) with its copies moved to a warpgroup of their own.
+/* attn_prefill_ws.cuh — the warp-specialized form of the sm_90a prefill kernel (v76 - v78, twenty-ninth session): the
+ * item semantics of kv_sm90_item (attn_prefill_sm90.cuh) with the copies moved to a warpgroup of their own.
  *
- * One block = 3 warpgroups (384 threads), one block per SM (persistent):
- * - warpgroup 0, the producer: claims the items (atomic counter), hands them to the consumers through a ring of 2
- *   smem slots, and streams every item's K / V tiles into NS stages: per tile, its 128 threads resolve one row
- *   address each (K rows 0 .. 63, V rows 0 .. 63; kv_row_addresser: any page size, rows outside [klo, khi) and
- *   unmapped pages zero-filled and never read), wait until the stage is free (mbarrier `empty`) and copy the tile
- *   with 16-byte cp.async; `cp.async.mbarrier.arrive.noinc` makes the stage's `full` barriers complete when every
- *   producer thread's copies have landed. It runs ahead across items, so the next item's first tiles load while
- *   the current one is computed.
- * - warpgroups 1 and 2, the consumers: rows [64c, 64c + 64) of the item's 128 packed rows each; Q by their own
- *   cp.async; per tile the same wgmma pipeline as kv_sm90_item's LATE form (S_t = Q K_t^T and O += P_{t-1} V_{t-1}
- *   issued together, the softmax of S_t overlapping P V), waiting on the stage barriers instead of their own
- *   copies and a block barrier, so the two consumer warpgroups are not held in step. A stage is released (one
- *   arrival per consumer warp) once the products reading it are complete.
+ * One block = 3 warpgroups (384 threads), one block per SM (persistent); setmaxnreg moves registers from the
+ * producer to the consumers (kv_ws_cfg::PREG / CREG).
+ * - Warpgroup 0, the producer: claims the items (atomic counter) and hands them to the consumers through a ring of
+ *   2 smem slots; streams every item's KV tiles of BN keys into KS K stages and VS V stages, in the order the
+ *   consumers use them (step t: K_t, then V_{t-1}). Per step its 128 threads resolve the row addresses (one K and one
+ *   V row each at BN 128; kv_row_addresser: any page size; rows outside [klo, khi) and unmapped pages are
+ *   zero-filled and never read), wait until the stage is free (mbarrier `empty_*`) and copy the tiles with 16-byte
+ *   cp.async; `cp.async.mbarrier.arrive.noinc` completes the stage's `full_*` barrier once every producer thread's
+ *   copies have landed. It runs ahead across items, so the next item's first tiles load while the current one is
+ *   computed.
+ * - Warpgroups 1 and 2, the consumers: rows [64c, 64c + 64) of the item's 128 packed rows each; per tile the
+ *   wgmma pipeline of kv_sm90_item's LATE form (S_t = Q K_t^T and O += P_{t-1} V_{t-1} issued together, the softmax
+ *   of S_t overlapping P V), waiting on the stage barriers instead of their own copies and a block barrier, so the
+ *   two consumer warpgroups are not held in step. K_t is released (one arrival per consumer warp) once S_t is
+ *   complete, V_t once P_t V_t is. Q rows by the consumers' own cp.async; with KV_WS_QPF the next item's Q rows are
+ *   issued in the current item's tail when the producer has published it already.
  * Split pieces merge through kv_attn_piece_done with the whole block (the producer joins it after issuing the
  * piece's tiles). Memory order: a consumer thread that has observed a stage's full barrier issues
  * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
- * through the async proxy). DP 64 and 128 (the LATE form); DP 256 keeps kv_prefill_sm90_kernel. */
+ * through the async proxy). DP 64 and 128; DP 256 keeps kv_prefill_sm90_kernel.
+ * Measured on the H200 (bench_cuda --quick, causal bf16 D 128, H 32 / Hk 8, attn_notes.md twenty-ninth session):
+ * 1x16384 377 (kv_prefill_sm90_kernel) -> 424 (v76: BN 64, joint stages) -> 472 TFLOP/s (BN 128, K / V rings). */
 #ifndef KVATTN_ATTN_PREFILL_WS_CUH
 #define KVATTN_ATTN_PREFILL_WS_CUH
 
@@ -26,14 +31,33 @@
 #define KV_PREFILL_WS 1
 #endif
 
-template <typename T, int DP, int NS_ = (DP == 64 ? 8 : 5)> struct kv_ws_cfg {
+/* 1: a consumer warpgroup issues the next item's Q rows in the current item's tail (see the consumers' loop) */
+#ifndef KV_WS_QPF
+#define KV_WS_QPF 1
+#endif
+/* KV tile keys and stages of the warp-specialized kernel (dev builds try others: -DKV_WS_BN=64 ...) */
+#ifndef KV_WS_BN
+#define KV_WS_BN 128
+#endif
+template <typename T, int DP, int BN_ = KV_WS_BN> struct kv_ws_cfg {
     static_assert(DP == 64 || DP == 128, "kv_prefill_ws_kernel: DP must be 64 or 128");
-    static constexpr int BN = 64;
-    static constexpr int NS = NS_; /* stages, each one K and one V tile */
+    static_assert(BN_ == 64 || BN_ == 128, "kv_prefill_ws_kernel: BN must be 64 or 128");
+    static constexpr int BN = BN_;
+    static constexpr int KV_BYTES = BN * DP * 2; /* one K or V tile */
+    /* K and V stages: K_t is released once S_t is complete, V_t once P_t V_t is (two iterations later), so V needs
+     * at least 2 stages and K 1; the rest of ~192 KB of smem deepens both */
+    static constexpr int KS = BN == 128 ? (DP == 64 ? 4 : 2) : (DP == 64 ? 6 : 4);
+    static constexpr int VS = BN == 128 ? (DP == 64 ? 5 : 3) : (DP == 64 ? 7 : 5);
     static constexpr int THREADS = 384;
     static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
-    static constexpr int KV_BYTES = BN * DP * 2;
-    static constexpr int SMEM_BYTES = Q_BYTES + 2 * NS * KV_BYTES + 1024;
+    static constexpr int SMEM_BYTES = Q_BYTES + (KS + VS) * KV_BYTES + 1024;
+    static_assert(VS >= 2 && KS >= 1, "kv_prefill_ws_kernel: stages");
+    /* registers per thread (setmaxnreg): the block's pool is 384 x 168; the producer's 128 threads give up
+     * 128 x (168 - PREG) for the consumers' 256 x (CREG - 168). The split with the fewest consumer spills (ptxas,
+     * SASS read: DP 128 / BN 128 at 232 keeps ~11 spill instructions, none at DP 64 with 224) */
+    static constexpr int PREG = DP == 128 && BN == 128 ? 40 : 56;
+    static constexpr int CREG = DP == 128 && BN == 128 ? 232 : 224;
+    static_assert(128 * PREG + 256 * CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
 };
 
 /* ---- mbarrier wrappers (shared::cta addresses) ---------------------------------------------------------- */
@@ -48,6 +72,15 @@ static __device__ __forceinline__ void kv_mbar_wait(uint32_t bar, uint32_t parit
                  "r"(parity)
                  : "memory");
 }
+/* Whether the phase of parity `parity` has completed, without waiting. */
+static __device__ __forceinline__ bool kv_mbar_test(uint32_t bar, uint32_t parity) {
+    uint32_t ok;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok != 0;
+}
 static __device__ __forceinline__ void kv_mbar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
@@ -55,15 +88,6 @@ static __device__ __forceinline__ void kv_mbar_arrive(uint32_t bar) {
 static __device__ __forceinline__ void kv_mbar_arrive_cp_async(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-/* Registers per thread of the executing warpgroup (the block's pool is 384 x 168: the producer's 128 threads give
- * up 128 x (168 - KV_WS_PREG) for the consumers' 256 x (KV_WS_CREG - 168)). */
-#ifndef KV_WS_PREG
-#define KV_WS_PREG 56
-#endif
-#ifndef KV_WS_CREG
-#define KV_WS_CREG 224
-#endif
-static_assert(128 * KV_WS_PREG + 256 * KV_WS_CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
 template <int N> static __device__ __forceinline__ void kv_setmaxnreg_dec() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
@@ -74,75 +98,144 @@ template <int N> static __device__ __forceinline__ void kv_setmaxnreg_inc() {
 static __device__ __forceinline__ void kv_bar_sync(int id, int n) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
-static __device__ __forceinline__ void kv_bar_arrive(int id, int n) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-/* 1: the two consumer warpgroups take turns to issue their products (named barriers 4 and 5), so that one
- * warpgroup's softmax runs while the other's products occupy the tensor cores */
-#ifndef KV_WS_PINGPONG
-#define KV_WS_PINGPONG 0
-#endif
 
 /* The block's barriers and item ring (static smem). */
-template <int NS> struct kv_ws_bars {
-    uint64_t full_k[NS], full_v[NS], empty[NS]; /* full: 128 producer arrivals; empty: 8 consumer warps */
+template <int KS, int VS> struct kv_ws_bars {
+    uint64_t full_k[KS], empty_k[KS];           /* full: 128 producer arrivals; empty: 8 consumer warps */
+    uint64_t full_v[VS], empty_v[VS];
     uint64_t ring_full[2], ring_empty[2];       /* ring_full: 1 (producer thread 0); ring_empty: 8 consumer warps */
     int ring[2];                                /* list index of the item (>= count: no more items) */
     int pidx;                                   /* the producer's claimed index, to its other threads */
 };
 
 /* ---- the producer: one item's K / V tiles ----------------------------------------------------------------
- * gp: the block's tile counter (stage gp % NS, phase gp / NS), advanced per tile. */
+ * Step t issues K_t (t < n) and V_{t-1} (t >= 1), the order the consumers use them in. gp: the block's tile
+ * counter (K stage gp % KS, V stage gp % VS, phases gp / KS and gp / VS), advanced by the item's n tiles. Row
+ * units: unit u < BN is K row u of tile t, unit u >= BN V row u - BN of tile t - 1; thread tid resolves units
+ * tid, tid + 128, ... into s_addr (block-table entries read one step ahead), then every producer thread copies
+ * its 16-byte chunks of the two tiles. */
 template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sK,
-                                                     uint32_t sV, uint64_t (*s_addr)[2][CF::BN],
-                                                     kv_ws_bars<CF::NS> *bars, uint32_t &gp) {
-    constexpr int BN = CF::BN, NS = CF::NS, CH = DP / 8, RSTEP = 128 / CH;
-    const int tid = threadIdx.x; /* 0 .. 127 */
+                                                     uint32_t sV, uint64_t (*s_addr)[2 * CF::BN],
+                                                     kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gp) {
+    constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, CH = DP / 8, RSTEP = 128 / CH;
+    constexpr int UNITS = 2 * BN / 128; /* row units per thread */
+    const int tid = threadIdx.x;        /* 0 .. 127 */
     const int32_t kt_begin = it.klo / BN;
     const int32_t n_kt = it.khi > it.klo ? (int32_t)kv_ceil_div64(it.khi, BN) - kt_begin : 0;
     if (n_kt <= 0) return;
     const kv_item_facts f = kv_item_facts_get(p, it.b);
-    kv_row_addresser ra; /* K rows (tid < 64) or V rows */
-    ra.init(p, it.b, f.cache_row, it.kv_head, tid >= BN);
-    const int rr = tid % BN, which = tid / BN;
-    auto page_read = [&](int32_t t) -> int32_t {
-        const int32_t j = (kt_begin + t) * BN + rr;
-        return ra.table && t < n_kt && j >= it.klo && j < it.khi ? ra.page(f.s.L + j) : 0;
+    kv_row_addresser ra[UNITS];
+    int32_t page[UNITS];
+    /* key j of unit k at step t (K: tile t, V: tile t - 1); -1 outside the item's keys */
+    auto key = [&](int k, int32_t t) -> int32_t {
+        const int u = tid + 128 * k;
+        const int32_t tile = u < BN ? t : t - 1;
+        const int32_t j = (kt_begin + tile) * BN + u % BN;
+        return tile >= 0 && tile < n_kt && j >= it.klo && j < it.khi ? j : -1;
     };
+    auto page_read = [&](int k, int32_t t) -> int32_t {
+        const int32_t j = key(k, t);
+        return ra[k].table && j >= 0 ? ra[k].page(f.s.L + j) : 0;
+    };
+#pragma unroll
+    for (int k = 0; k < UNITS; k++) {
+        ra[k].init(p, it.b, f.cache_row, it.kv_head, tid + 128 * k >= BN);
+        page[k] = page_read(k, 0);
+    }
     const int my_ch = tid % CH, my_row = tid / CH;
     const uint64_t ch_mask = my_ch * 8 < f.D ? ~0ull : 0ull;
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
-    int32_t page = page_read(0);
 #pragma unroll 1
-    for (int32_t t = 0; t < n_kt; t++, gp++) {
-        const int slot = gp & 1;
-        {
-            const int32_t j = (kt_begin + t) * BN + rr;
-            s_addr[slot][which][rr] = j >= it.klo && j < it.khi ? ra.addr(f.s.L + j, page) : 0;
+    for (int32_t t = 0; t <= n_kt; t++) {
+        const int slot = t & 1; /* (steps of consecutive items are apart by the item claim's barriers) */
+#pragma unroll
+        for (int k = 0; k < UNITS; k++) {
+            const int32_t j = key(k, t);
+            s_addr[slot][tid + 128 * k] = j >= 0 ? ra[k].addr(f.s.L + j, page[k]) : 0;
+            page[k] = page_read(k, t + 1);
         }
-        page = page_read(t + 1);
-        kv_bar_sync(1, 128); /* the tile's addresses visible to every producer thread */
-        const int st = gp % NS;
-        kv_mbar_wait(kv_smem_u32(&bars->empty[st]), ((gp / NS) & 1) ^ 1);
+        kv_bar_sync(1, 128); /* the step's addresses visible to every producer thread */
+        if (t < n_kt) { /* K_t */
+            const uint32_t g = gp + t, st = g % KS;
+            kv_mbar_wait(kv_smem_u32(&bars->empty_k[st]), ((g / KS) & 1) ^ 1);
+            const uint32_t dst = sK + st * CF::KV_BYTES + my_dst;
 #pragma unroll
-        for (int w = 0; w < 2; w++) {
-            const uint32_t dst = (w ? sV : sK) + st * CF::KV_BYTES + my_dst;
-            const uint64_t *rows = s_addr[slot][w] + my_row;
+            for (int k = 0; k < BN / RSTEP; k++)
+                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][my_row + k * RSTEP] & ch_mask, my_ch * 16);
+            kv_mbar_arrive_cp_async(kv_smem_u32(&bars->full_k[st]));
+        }
+        if (t >= 1) { /* V_{t-1} */
+            const uint32_t g = gp + t - 1, st = g % VS;
+            kv_mbar_wait(kv_smem_u32(&bars->empty_v[st]), ((g / VS) & 1) ^ 1);
+            const uint32_t dst = sV + st * CF::KV_BYTES + my_dst;
 #pragma unroll
-            for (int k = 0; k < BN / RSTEP; k++) kv_copy16_row(dst + k * RSTEP * 128, rows[k * RSTEP] & ch_mask, my_ch * 16);
-            kv_mbar_arrive_cp_async(kv_smem_u32(w ? &bars->full_v[st] : &bars->full_k[st]));
+            for (int k = 0; k < BN / RSTEP; k++)
+                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][BN + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+            kv_mbar_arrive_cp_async(kv_smem_u32(&bars->full_v[st]));
         }
     }
+    gp += n_kt;
+}
+
+/* ---- a consumer warpgroup's 64 Q rows of an item into sQ (cp.async, or through registers with rotary), one
+ * commit group; the caller waits. */
+template <typename T, int DP>
+static __device__ __forceinline__ void kv_ws_q_issue(const kvattn_params &p, const kv_item &it, const kv_item_facts &f,
+                                                     uint32_t sQ, int wg, int wtid) {
+    constexpr int ROWS = KV_SM90_ROWS, CH = DP / 8;
+    const kv_seq &s = f.s;
+    const int b = it.b, kvh = it.kv_head, G = f.G, D = f.D;
+    const T *qg = (const T *)p.q;
+    const bool rope = p.rotary_cos != NULL;
+    const int32_t rope_R = p.rotary_dim;
+#pragma unroll 1
+    for (int e = wtid; e < 64 * CH; e += 128) {
+        const int rr = wg * 64 + e / CH, ch = e % CH, c0 = ch * 8;
+        const bool live = rr < it.nrows && c0 < D;
+        const int64_t qo = live ? kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride,
+                                                p.q_head_stride)
+                                : 0;
+        if (!rope) {
+            kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), live ? (uint64_t)(qg + qo) : 0, ch * 16);
+            continue;
+        }
+        uint4 qv = make_uint4(0, 0, 0, 0);
+        if (live) qv = *(const uint4 *)(qg + qo + c0);
+        T *vals = (T *)&qv;
+        if (live && c0 < rope_R) {
+            const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
+            if (pos >= 0 && pos < p.rotary_max_pos) {
+                const int il = p.rotary_interleaved;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const int c = c0 + j;
+                    if (c < rope_R) {
+                        const float x = kv_to_float(vals[j]);
+                        const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
+                        const int pr = kv_rope_pair(c, rope_R, il);
+                        const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+                        const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+                        kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
+                    }
+                }
+            }
+        }
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
+                     "r"(qv.y), "r"(qv.z), "r"(qv.w)
+                     : "memory");
+    }
+    kv_cp_async_commit();
 }
 
 /* ---- a consumer warpgroup: its 64 rows of one item -------------------------------------------------------
  * gc: the block's tile counter as the consumers see it (the same sequence as the producer's gp). */
-template <typename T, int DP, typename CF>
+template <typename T, int DP, typename CF, typename PF>
 static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
-                                                     uint32_t sQ, uint32_t sK, uint32_t sV, kv_ws_bars<CF::NS> *bars,
-                                                     uint32_t &gc) {
-    constexpr int BN = CF::BN, NS = CF::NS;
+                                                     uint32_t sQ, uint32_t sK, uint32_t sV,
+                                                     kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gc, bool q_issued,
+                                                     PF prefetch) {
+    constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS;
     constexpr int ROWS = KV_SM90_ROWS;
     constexpr int CH = DP / 8;
     constexpr int SN = BN / 2;
@@ -166,48 +259,10 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
 
-    /* 1. this warpgroup's 64 Q rows (the previous item's products of this warpgroup are complete) */
+    /* 1. this warpgroup's 64 Q rows, unless the previous item's tail already issued them (q_issued) */
+    if (n_kt > 0 && !q_issued) kv_ws_q_issue<T, DP>(p, it, f, sQ, wg, wtid);
+    if (n_kt > 0 || q_issued) kv_cp_async_wait<0>(); /* (q_issued may differ between warps: no barrier here) */
     if (n_kt > 0) {
-        const bool rope = p.rotary_cos != NULL;
-        const int32_t rope_R = p.rotary_dim;
-#pragma unroll 1
-        for (int e = wtid; e < 64 * CH; e += 128) {
-            const int rr = wg * 64 + e / CH, ch = e % CH, c0 = ch * 8;
-            const bool live = rr < it.nrows && c0 < D;
-            const int64_t qo = live ? kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride,
-                                                    p.q_head_stride)
-                                    : 0;
-            if (!rope) {
-                kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), live ? (uint64_t)(qg + qo) : 0, ch * 16);
-                continue;
-            }
-            uint4 qv = make_uint4(0, 0, 0, 0);
-            if (live) qv = *(const uint4 *)(qg + qo + c0);
-            T *vals = (T *)&qv;
-            if (live && c0 < rope_R) {
-                const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
-                if (pos >= 0 && pos < p.rotary_max_pos) {
-                    const int il = p.rotary_interleaved;
-#pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        const int c = c0 + j;
-                        if (c < rope_R) {
-                            const float x = kv_to_float(vals[j]);
-                            const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
-                            const int pr = kv_rope_pair(c, rope_R, il);
-                            const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
-                            const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
-                            kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
-                        }
-                    }
-                }
-            }
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
-                         "r"(qv.y), "r"(qv.z), "r"(qv.w)
-                         : "memory");
-        }
-        kv_cp_async_commit();
-        kv_cp_async_wait<0>();
         kv_fence_proxy_async();
         kv_bar_sync(2 + wg, 128);
     }
@@ -252,36 +307,34 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         kv_fence_regs<ON>(o);
         kv_fence_regs<KP * 4>(&pf[0][0]);
     };
-    /* the products reading stage st are complete in this warp: one arrival per consumer warp frees it */
-    auto release = [&](uint32_t g) {
+    /* the products reading K (V) tile g are complete in this warp: one arrival per consumer warp frees its stage */
+    auto release_k = [&](uint32_t g) {
         __syncwarp();
-        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty[g % NS]));
+        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty_k[g % KS]));
     };
-    auto wait_k = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_k[g % NS]), (g / NS) & 1); };
-    auto wait_v = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_v[g % NS]), (g / NS) & 1); };
-    /* KV_WS_PINGPONG: wait for this warpgroup's turn before issuing products, hand the turn on after */
-    auto turn_wait = [&]() {
-        if (KV_WS_PINGPONG) kv_bar_sync(4 + wg, 256);
+    auto release_v = [&](uint32_t g) {
+        __syncwarp();
+        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty_v[g % VS]));
     };
-    auto turn_pass = [&]() {
-        if (KV_WS_PINGPONG) kv_bar_arrive(5 - wg, 256);
-    };
+    auto wait_k = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_k[g % KS]), (g / KS) & 1); };
+    auto wait_v = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_v[g % VS]), (g / VS) & 1); };
     auto rescale_o = [&](const float *corr) {
 #pragma unroll
         for (int k = 0; k < ON; k++) o[k] *= corr[(k >> 1) & 1];
     };
     auto issue_s = [&](uint32_t g) {
-        const uint64_t dk0 = kv_sm90_desc(sK + (g % NS) * CF::KV_BYTES, 16, 1024);
+        const uint64_t dk0 = kv_sm90_desc(sK + (g % KS) * CF::KV_BYTES, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < KQ; kk++) {
             const uint32_t qoff = (kk >> 2) * (ROWS * 128) + (kk & 3) * 32;
             const uint32_t koff = (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-            kv_wgmma<T>::ss64(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+            if constexpr (BN == 128) kv_wgmma<T>::ss128(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
+            else kv_wgmma<T>::ss64(sc, dq0 + (qoff >> 4), dk0 + (koff >> 4), kk > 0);
         }
         kv_wgmma_commit();
     };
     auto issue_pv = [&](uint32_t g) {
-        const uint64_t dv0 = kv_sm90_desc(sV + (g % NS) * CF::KV_BYTES, BN * 128, 1024);
+        const uint64_t dv0 = kv_sm90_desc(sV + (g % VS) * CF::KV_BYTES, BN * 128, 1024);
 #pragma unroll
         for (int kk = 0; kk < KP; kk++) {
             const uint64_t dv = dv0 + ((kk * 16 * 128) >> 4);
@@ -353,11 +406,10 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         wait_k(g0);
         kv_fence_proxy_async();
         fence_all();
-        turn_wait();
         issue_s(g0);
-        turn_pass();
         kv_wgmma_wait<0>();
         kv_fence_regs<SN>(sc);
+        release_k(g0);
         float corr[2];
         softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
         int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
@@ -369,24 +421,24 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
             t_fast_lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
             t_fast_hi = max(t_fast_lo, min(n_kt, hi_min / BN - kt_begin));
         }
-        /* iteration t: K_t and V_{t-1} landed; P_{t-2} V_{t-2} complete (its stage released), rescale O,
-         * P_{t-1} -> registers; issue S_t and O += P_{t-1} V_{t-1}; softmax of S_t overlapping P V */
+        /* iteration t: K_t and V_{t-1} landed; P_{t-2} V_{t-2} complete (V_{t-2} released), rescale O,
+         * P_{t-1} -> registers; issue S_t and O += P_{t-1} V_{t-1}; S_t complete (K_t released); softmax of S_t
+         * overlapping P V */
         auto step = [&](auto general, int32_t t) {
             const uint32_t g = g0 + t;
             wait_k(g);
             wait_v(g - 1);
             kv_fence_proxy_async();
             products_done();
-            if (t >= 2) release(g - 2);
+            if (t >= 2) release_v(g - 2);
             rescale_o(corr);
             pack_p();
             fence_all();
-            turn_wait();
             issue_s(g);
             issue_pv(g - 1);
-            turn_pass();
             kv_wgmma_wait<1>();
             kv_fence_regs<SN>(sc);
+            release_k(g);
             softmax_body(general, (kt_begin + t) * BN, corr);
             kv_fence_regs<SN>(sc);
         };
@@ -398,15 +450,14 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         wait_v(gl);
         kv_fence_proxy_async();
         products_done();
-        if (n_kt >= 2) release(gl - 1);
+        if (n_kt >= 2) release_v(gl - 1);
         rescale_o(corr);
         pack_p();
         fence_all();
-        turn_wait();
         issue_pv(gl);
-        turn_pass();
+        prefetch(); /* S_{n-1} is complete: this warpgroup's Q rows are free for the next item's */
         products_done();
-        release(gl);
+        release_v(gl);
         gc = g0 + n_kt;
     }
 
@@ -453,18 +504,20 @@ __global__ void __launch_bounds__(384, 1)
     kv_prefill_ws_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef kv_ws_cfg<T, DP> CF;
-    constexpr int NS = CF::NS;
     extern __shared__ __align__(1024) unsigned char kv_ws_smem[];
-    __shared__ uint64_t s_addr[2][2][CF::BN]; /* the producer's K and V row addresses of a tile, two slots */
-    __shared__ kv_ws_bars<NS> bars;
+    __shared__ uint64_t s_addr[2][2 * CF::BN]; /* the producer's row addresses of a step (K_t, V_{t-1}), two slots */
+    __shared__ kv_ws_bars<CF::KS, CF::VS> bars;
     __shared__ int s_flag;
     const uint32_t sbase = (kv_smem_u32(kv_ws_smem) + 1023u) & ~1023u;
-    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + NS * CF::KV_BYTES;
+    const uint32_t sQ = sbase, sK = sbase + CF::Q_BYTES, sV = sK + CF::KS * CF::KV_BYTES;
     if (threadIdx.x == 0) {
-        for (int i = 0; i < NS; i++) {
+        for (int i = 0; i < CF::KS; i++) {
             kv_mbar_init(kv_smem_u32(&bars.full_k[i]), 128);
+            kv_mbar_init(kv_smem_u32(&bars.empty_k[i]), 8);
+        }
+        for (int i = 0; i < CF::VS; i++) {
             kv_mbar_init(kv_smem_u32(&bars.full_v[i]), 128);
-            kv_mbar_init(kv_smem_u32(&bars.empty[i]), 8);
+            kv_mbar_init(kv_smem_u32(&bars.empty_v[i]), 8);
         }
         for (int i = 0; i < 2; i++) {
             kv_mbar_init(kv_smem_u32(&bars.ring_full[i]), 1);
@@ -482,7 +535,7 @@ __global__ void __launch_bounds__(384, 1)
     kv_grid_launch_dependents();
     const int count = __ldcg(list.count);
     if (threadIdx.x < 128) { /* the producer */
-        kv_setmaxnreg_dec<KV_WS_PREG>();
+        kv_setmaxnreg_dec<CF::PREG>();
         uint32_t gp = 0;
 #pragma unroll 1
         for (int n = 0;; n++) {
@@ -502,19 +555,41 @@ __global__ void __launch_bounds__(384, 1)
             if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
         }
     } else { /* the consumers */
-        kv_setmaxnreg_inc<KV_WS_CREG>();
-        if (KV_WS_PINGPONG && threadIdx.x >= 256) kv_bar_arrive(4, 256); /* the first turn: warpgroup 1 */
-        uint32_t gc = 0;
-#pragma unroll 1
-        for (int n = 0;; n++) {
+        kv_setmaxnreg_inc<CF::CREG>();
+        uint32_t gc = 0, n = 0; /* tiles and items taken */
+        auto take = [&]() -> int {
             kv_mbar_wait(kv_smem_u32(&bars.ring_full[n & 1]), (n >> 1) & 1);
             const int idx = bars.ring[n & 1];
             __syncwarp();
             if ((threadIdx.x & 31) == 0) kv_mbar_arrive(kv_smem_u32(&bars.ring_empty[n & 1]));
-            if (idx >= count) break;
+            n++;
+            return idx;
+        };
+        const int wg = (threadIdx.x - 128) >> 7, wtid = threadIdx.x & 127;
+        int idx = take();
+        bool q_issued = false;
+#pragma unroll 1
+        while (idx < count) {
             const kv_item it = kv_item_ldcg(list.items, idx);
-            kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc);
+            /* KV_WS_QPF: in the item's tail, take the next item and issue its Q rows. Not after a split piece: the
+             * producer publishes the next item only after the piece's merge, which waits for the consumers. */
+            int next = -1;
+            kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc, q_issued, [&]() {
+                if (!KV_WS_QPF || it.comb >= 0) return;
+                /* only if the producer has published the next item already (the warp decides as one: each warp
+                 * takes every item once, here or after the epilogue; a warp that did not issue its Q rows here
+                 * issues them at the item's start). Waiting here would hold this item's stores back. */
+                if (!__all_sync(0xffffffffu, kv_mbar_test(kv_smem_u32(&bars.ring_full[n & 1]), (n >> 1) & 1)))
+                    return;
+                next = take();
+                if (next < count) {
+                    const kv_item nt = kv_item_ldcg(list.items, next);
+                    kv_ws_q_issue<T, DP>(p, nt, kv_item_facts_get(p, nt.b), sQ, wg, wtid);
+                }
+            });
             if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
+            q_issued = next >= 0;
+            idx = next >= 0 ? next : take();
         }
     }
 #else
