@@ -1816,9 +1816,10 @@ static __host__ __device__ constexpr int kv_combine_few(bool decode, int dp) {
  * shuffle tree) for the lse and the weights, then lanes over 4-channel groups, each lane reading one float4 of
  * every split with the loads of 8 splits in flight (the merge is latency-bound: 32 splits cost 4 round trips,
  * not 32). The partials are read from L2 (__ldcg): other blocks wrote them in this kernel. */
-template <typename T, int FEW = KV_COMBINE_FEW>
+template <typename T, int FEW = KV_COMBINE_FEW, int TB = 0, int NT = 0>
 static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_args &a, const kv_combine &cb) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    /* the group of threads [TB, TB + NT) runs it (NT = 0: the whole block) */
+    const int warp = (threadIdx.x - TB) >> 5, lane = threadIdx.x & 31, nwarps = (NT ? NT : blockDim.x) >> 5;
     const int G = p.num_heads / p.num_kv_heads, D = p.head_dim, DP = a.dp;
     T *og = (T *)p.out;
     const kv_seq s = kv_seq_get(&p, cb.b);
@@ -1943,13 +1944,18 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
  * barrier passes that on to the block's other threads. The task's record and seq_ok are read in the same round
  * trip as the count. (Until the sixteenth session: a fence.sc by every thread before the count and again before
  * the merge, and the record read after the count: ~4 more dependent round trips to L2 at the end of every split
- * piece, when the memory system is busiest; attn_notes.md.) Whole block; ends with a barrier. */
-template <typename T, bool EARLY = false, int FEW = KV_COMBINE_FEW>
+ * piece, when the memory system is busiest; attn_notes.md.) Whole block (NT = 0), or the threads [TB, TB + NT)
+ * with named barrier BAR (the consumer warpgroups of kv_prefill_ws_kernel); ends with a barrier. */
+template <typename T, bool EARLY = false, int FEW = KV_COMBINE_FEW, int TB = 0, int NT = 0, int BAR = 0>
 static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_args &a, int32_t comb, int b,
                                           int *s_flag) {
     __shared__ kv_combine s_cb;
-    __syncthreads();
-    if (threadIdx.x == 0) {
+    auto sync = [] {
+        if constexpr (NT != 0) asm volatile("bar.sync %0, %1;\n" ::"n"(BAR), "n"(NT) : "memory");
+        else __syncthreads();
+    };
+    sync();
+    if (threadIdx.x == TB) {
         const int4 *rec = (const int4 *)(a.combine + comb); /* written before the lists were released */
         const int4 r0 = __ldcg(rec), r1 = __ldcg(rec + 1);
         const int v = EARLY ? kv_ld_relaxed_s8(a.seq_ok + b) : 1; /* early start: merge only a sequence that passed */
@@ -1965,15 +1971,15 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         s_cb = t;
         *s_flag = done == t.nsplit && (!EARLY || kv_seq_verdict(a.seq_ok, b, v) == 1);
     }
-    __syncthreads();
+    sync();
     if (*s_flag && !(KV_DEV_STRIP & 128)) {
         /* timeline builds (nineteenth session): thread 0's time for the merge; with KV_TL_MERGE_AGAIN the same merge
          * runs again (warm code, same data). Elsewhere KV_TL_NOW is 0 and KV_TL_ADD nothing. */
         const unsigned long long m0 = KV_TL_NOW();
-        kv_combine_task<T, FEW>(p, a, s_cb);
+        kv_combine_task<T, FEW, TB, NT>(p, a, s_cb);
         const unsigned long long m1 = KV_TL_NOW();
 #if defined(KVATTN_TIMELINE) && defined(KV_TL_MERGE_AGAIN)
-        kv_combine_task<T, FEW>(p, a, s_cb); /* the same output again: only its time differs */
+        kv_combine_task<T, FEW, TB, NT>(p, a, s_cb); /* the same output again: only its time differs */
 #endif
         KV_TL_ADD(0, 10, m1 - m0);
         KV_TL_ADD(0, 11, KV_TL_NOW() - m1);
@@ -1981,7 +1987,7 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
         (void)m0;
         (void)m1;
     }
-    __syncthreads();
+    sync();
 }
 
 /* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys

@@ -17,8 +17,8 @@
  *   two consumer warpgroups are not held in step. K_t is released (one arrival per consumer warp) once S_t is
  *   complete, V_t once P_t V_t is. Q rows by the consumers' own cp.async; with KV_WS_QPF the next item's Q rows are
  *   issued in the current item's tail when the producer has published it already.
- * Split pieces merge through kv_attn_piece_done with the whole block (the producer joins it after issuing the
- * piece's tiles). Memory order: a consumer thread that has observed a stage's full barrier issues
+ * Split pieces merge through kv_attn_piece_done run by the two consumer warpgroups (named barrier 4; the producer
+ * goes on with the next items). Memory order: a consumer thread that has observed a stage's full barrier issues
  * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
  * through the async proxy). DP 64 and 128; DP 256 keeps kv_prefill_sm90_kernel.
  * Measured on the H200 (bench_cuda --quick, causal bf16 D 128, H 32 / Hk 8, attn_notes.md twenty-ninth session):
@@ -552,7 +552,6 @@ __global__ void __launch_bounds__(384, 1)
             if (idx >= count) break;
             const kv_item it = kv_item_ldcg(list.items, idx);
             kv_ws_produce<T, DP, CF>(p, it, sK, sV, s_addr, &bars, gp);
-            if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
         }
     } else { /* the consumers */
         kv_setmaxnreg_inc<CF::CREG>();
@@ -571,11 +570,10 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
         while (idx < count) {
             const kv_item it = kv_item_ldcg(list.items, idx);
-            /* KV_WS_QPF: in the item's tail, take the next item and issue its Q rows. Not after a split piece: the
-             * producer publishes the next item only after the piece's merge, which waits for the consumers. */
+            /* KV_WS_QPF: in the item's tail, take the next item and issue its Q rows */
             int next = -1;
             kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc, q_issued, [&]() {
-                if (!KV_WS_QPF || it.comb >= 0) return;
+                if (!KV_WS_QPF) return;
                 /* only if the producer has published the next item already (the warp decides as one: each warp
                  * takes every item once, here or after the epilogue; a warp that did not issue its Q rows here
                  * issues them at the item's start). Waiting here would hold this item's stores back. */
@@ -587,7 +585,8 @@ __global__ void __launch_bounds__(384, 1)
                     kv_ws_q_issue<T, DP>(p, nt, kv_item_facts_get(p, nt.b), sQ, wg, wtid);
                 }
             });
-            if (it.comb >= 0) kv_attn_piece_done<T>(p, a, it.comb, it.b, &s_flag);
+            /* a split piece: the consumers (named barrier 4) count it and merge the task if it was the last */
+            if (it.comb >= 0) kv_attn_piece_done<T, false, KV_COMBINE_FEW, 128, 256, 4>(p, a, it.comb, it.b, &s_flag);
             q_issued = next >= 0;
             idx = next >= 0 ? next : take();
         }
