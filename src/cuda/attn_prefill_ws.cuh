@@ -53,8 +53,8 @@ template <typename T, int DP, int BN_ = KV_WS_BN> struct kv_ws_cfg {
     static constexpr int SMEM_BYTES = Q_BYTES + (KS + VS) * KV_BYTES + 1024;
     static_assert(VS >= 2 && KS >= 1, "kv_prefill_ws_kernel: stages");
     /* registers per thread (setmaxnreg): the block's pool is 384 x 168; the producer's 128 threads give up
-     * 128 x (168 - PREG) for the consumers' 256 x (CREG - 168). The split with the fewest consumer spills (ptxas,
-     * SASS read: DP 128 / BN 128 at 232 keeps ~11 spill instructions, none at DP 64 with 224) */
+     * 128 x (168 - PREG) for the consumers' 256 x (CREG - 168). Chosen by reading the consumers' spills in the SASS
+     * (DP 128 / BN 128 at 224 had 24 spill instructions, at 232 none); ptxas reports no spill in these kernels */
     static constexpr int PREG = DP == 128 && BN == 128 ? 40 : 56;
     static constexpr int CREG = DP == 128 && BN == 128 ? 232 : 224;
     static_assert(128 * PREG + 256 * CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
@@ -126,6 +126,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
     if (n_kt <= 0) return;
     const kv_item_facts f = kv_item_facts_get(p, it.b);
     kv_row_addresser ra[UNITS];
+#pragma unroll
+    for (int k = 0; k < UNITS; k++) ra[k].init(p, it.b, f.cache_row, it.kv_head, tid + 128 * k >= BN);
     int32_t page[UNITS];
     /* key j of unit k at step t (K: tile t, V: tile t - 1); -1 outside the item's keys */
     auto key = [&](int k, int32_t t) -> int32_t {
@@ -139,10 +141,7 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
         return ra[k].table && j >= 0 ? ra[k].page(f.s.L + j) : 0;
     };
 #pragma unroll
-    for (int k = 0; k < UNITS; k++) {
-        ra[k].init(p, it.b, f.cache_row, it.kv_head, tid + 128 * k >= BN);
-        page[k] = page_read(k, 0);
-    }
+    for (int k = 0; k < UNITS; k++) page[k] = page_read(k, 0);
     const int my_ch = tid % CH, my_row = tid / CH;
     const uint64_t ch_mask = my_ch * 8 < f.D ? ~0ull : 0ull;
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
@@ -237,7 +236,6 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
                                                      PF prefetch) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS;
     constexpr int ROWS = KV_SM90_ROWS;
-    constexpr int CH = DP / 8;
     constexpr int SN = BN / 2;
     constexpr int ON = DP / 2;
     constexpr int KQ = DP / 16;
@@ -253,7 +251,6 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     const float scale = f.scale;
     const bool plain = f.plain;
     const float LOG2E = 1.4426950408889634f;
-    const T *qg = (const T *)p.q;
     T *og = (T *)p.out;
     const int32_t kt_begin = it.klo / BN;
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
