@@ -5,6 +5,14 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/attn_kernels.cuh"
 
+/* The sm_90a prefill kernel of padded head dim DP: the warp-specialized form (attn_prefill_ws.cuh) for DP 64 and
+ * 128 unless built with KV_PREFILL_WS=0, else kv_prefill_sm90_kernel; its launch configuration. One place for the
+ * plan's smem size and the launch (launch_sm90_dp). */
+template <int DP> static constexpr bool kv_prefill_ws() { return KV_PREFILL_WS && DP <= 128; }
+template <typename T, int DP>
+using kv_prefill_cfg = typename std::conditional<kv_prefill_ws<DP>(), kv_ws_cfg<T, (DP <= 128 ? DP : 128)>,
+                                                 kv_sm90_cfg<T, DP>>::type;
+
 /* Everything the three entry points decide, made in one place so that they can never disagree. */
 typedef struct attn_plan {
     int dp;                /* padded head dim: the kernel variant (the decode kernel's, and the mma.sync prefill's) */
@@ -68,10 +76,9 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     pl->sm90 = KVATTN_SM90A && dev->sm90 && !kv_attn_no_sm90 && kv_sm90_dp(pl->dp) > 0;
     pl->pdp = pl->sm90 ? kv_sm90_dp(pl->dp) : pl->dp;
     if (pl->sm90) {
-        pl->smem = pl->pdp == 64    ? (KV_PREFILL_WS ? kv_ws_cfg<__half, 64>::SMEM_BYTES : kv_sm90_cfg<__half, 64>::SMEM_BYTES)
-                   : pl->pdp == 128 ? (KV_PREFILL_WS ? kv_ws_cfg<__half, 128>::SMEM_BYTES
-                                                     : kv_sm90_cfg<__half, 128>::SMEM_BYTES)
-                                    : kv_sm90_cfg<__half, 256>::SMEM_BYTES;
+        pl->smem = pl->pdp == 64    ? kv_prefill_cfg<__half, 64>::SMEM_BYTES
+                   : pl->pdp == 128 ? kv_prefill_cfg<__half, 128>::SMEM_BYTES
+                                    : kv_prefill_cfg<__half, 256>::SMEM_BYTES;
     }
     if (pl->smem_dec > pl->smem) pl->smem = pl->smem_dec;
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
@@ -205,10 +212,9 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
 template <typename T, int DP>
 static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a, kv_item_list list,
                                   const kv_device_info *dev, cudaStream_t stream) {
-    constexpr bool WS = KV_PREFILL_WS && DP <= 128; /* the warp-specialized form (attn_prefill_ws.cuh) */
-    typedef typename std::conditional<WS, kv_ws_cfg<T, (DP <= 128 ? DP : 128)>, kv_sm90_cfg<T, DP>>::type CF;
+    typedef kv_prefill_cfg<T, DP> CF;
     auto kernel = [] {
-        if constexpr (WS) return kv_prefill_ws_kernel<T, (DP <= 128 ? DP : 128)>;
+        if constexpr (kv_prefill_ws<DP>()) return kv_prefill_ws_kernel<T, (DP <= 128 ? DP : 128)>;
         else return kv_prefill_sm90_kernel<T, DP>;
     }();
     static int ready[KV_MAX_DEVICES];

@@ -1938,8 +1938,8 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
 
 /* After a block wrote the partial rows of a split piece: count the piece, and if it was the task's last,
  * merge the task here (no separate combine launch; the merge of a long sequence starts as soon as its pieces
- * are done). Thread 0 alone synchronizes (the pattern of a CUTLASS semaphore): the barrier orders every thread's
- * partial writes before its acq_rel count (a release is cumulative over what the barrier ordered before it), the
+ * are done). The group's first thread (TB) alone synchronizes (the pattern of a CUTLASS semaphore): the barrier
+ * orders every thread's partial writes before its acq_rel count (a release is cumulative over what the barrier ordered before it), the
  * count's acquire half orders the other pieces' writes (released by their counts) before the merge, and the second
  * barrier passes that on to the block's other threads. The task's record and seq_ok are read in the same round
  * trip as the count. (Until the sixteenth session: a fence.sc by every thread before the count and again before
