@@ -1348,24 +1348,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     const int64_t qo =
                         kv_out_offset(p, b, s, G, kvh, r, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
                     *(uint4 *)vals = *(const uint4 *)(qg + qo + c0);
-                    if (c0 < rope_R) {
-                        const int32_t pos = s.S + s.n_new - s.n_q + r / G;
-                        if (pos >= 0 && pos < p.rotary_max_pos) {
-                            const int il = p.rotary_interleaved;
-#pragma unroll
-                            for (int k = 0; k < 8; k++) {
-                                const int c = c0 + k;
-                                if (c < rope_R) {
-                                    const float x = kv_to_float(vals[k]);
-                                    const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
-                                    const int pr = kv_rope_pair(c, rope_R, il);
-                                    const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
-                                    const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
-                                    kv_from_float(&vals[k], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
-                                }
-                            }
-                        }
-                    }
+                    if (c0 < rope_R) kv_rope_q8<T>(p, qg + qo, c0, rope_R, s.S + s.n_new - s.n_q + r / G, vals);
                 } else {
                     *(uint4 *)vals = make_uint4(0, 0, 0, 0);
                 }

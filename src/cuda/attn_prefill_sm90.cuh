@@ -148,6 +148,162 @@ template <int R> static __device__ __forceinline__ uint32_t kv_sw128(int r, int 
 
 template <bool B> struct kv_sm90_bool { static constexpr bool value = B; };
 
+/* ---- pieces of an item's computation shared with kv_ws_consume (attn_prefill_ws.cuh) ------------------------
+ * A thread holds rows rr0 and rr0 + 8 of its warpgroup's 64 (rr0 = 64 wg + 16 warp + lane / 4) and, per tile, the
+ * scores sc[SN] of the m64nBN accumulator layout (key jt + 8 (k / 4) + 2 (lane % 4) + k % 2 of row h2 = k / 2 % 2). */
+struct kv_sm90_rows {
+    int32_t vlo[2], vhi[2], qkey[2]; /* the keys each row sees within the item, the row's query key position */
+    float slope[2];                  /* ALiBi */
+};
+static __device__ __forceinline__ void kv_sm90_rows_get(kv_sm90_rows &w, const kvattn_params &p, const kv_item &it,
+                                                        const kv_seq &s, int32_t s_k, int G, int b, int kvh, int rr0) {
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = rr0 + 8 * h2;
+        const int32_t r = it.row0 + rr;
+        w.vlo[h2] = 0;
+        w.vhi[h2] = 0;
+        w.qkey[h2] = 0;
+        w.slope[h2] = 0.0f;
+        if (rr < it.nrows) {
+            const int32_t i = r / G;
+            const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
+            w.vlo[h2] = max(vr.lo, it.klo);
+            w.vhi[h2] = min(vr.hi, it.khi);
+            w.qkey[h2] = i + s_k - s.n_q;
+            if (p.alibi_slopes) w.slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
+        }
+    }
+}
+/* Tiles [*lo, *hi) of an item (relative to kt_begin) where every row of the item sees every key: their steps run
+ * the softmax without a mask (plain scores only; else the range is empty). */
+template <int BN>
+static __device__ __forceinline__ void kv_sm90_fast_tiles(const kvattn_params &p, const kv_item &it, const kv_seq &s,
+                                                          int32_t s_k, int G, bool plain, int32_t kt_begin,
+                                                          int32_t n_kt, int32_t *lo, int32_t *hi) {
+    *lo = n_kt;
+    *hi = n_kt;
+    if (plain && it.nrows > 0) {
+        const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal, p.window_left,
+                                                   p.window_right).lo, it.klo);
+        const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
+                                                   p.window_right).hi, it.khi);
+        *lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
+        *hi = max(*lo, min(n_kt, hi_min / BN - kt_begin));
+    }
+}
+/* Softmax of the scores of the key tile starting at jt: masks, new max m2 (log2 units), P (fp32, in place in sc),
+ * the thread's row sums l; corr = the rescale factor of the older O and l. GENERAL = false: plain full tiles (no
+ * softcap, ALiBi or mask: the exponent is S * cs - max, one FFMA per score, no branch); GENERAL: the scores are
+ * transformed to log2 units and masked first (the softcap / ALiBi transform a loop of its own, so that the common
+ * masked tiles run, and fetch, only the short one). */
+template <bool GENERAL, int SN>
+static __device__ __forceinline__ void kv_sm90_softmax(const kvattn_params &p, float *sc, float *m2, float *l,
+                                                       float *corr, const kv_sm90_rows &w, int32_t jt, float scale,
+                                                       bool plain, int tq) {
+    const float LOG2E = 1.4426950408889634f;
+    float cs = scale * LOG2E;
+    if constexpr (GENERAL) {
+        cs = 1.0f;
+        if (plain) {
+#pragma unroll
+            for (int k = 0; k < SN; k++) sc[k] *= scale * LOG2E;
+        } else {
+#pragma unroll
+            for (int k = 0; k < SN; k++) {
+                const int h2 = (k >> 1) & 1;
+                const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+                float x = kv_softcap(sc[k] * scale, p.softcap);
+                if (p.alibi_slopes) x += kv_alibi_bias(w.slope[h2], w.qkey[h2], j);
+                sc[k] = x * LOG2E;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < SN; k++) {
+            const int h2 = (k >> 1) & 1;
+            const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
+            if (j < w.vlo[h2] || j >= w.vhi[h2]) sc[k] = -CUDART_INF_F;
+        }
+    }
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        float mx = -CUDART_INF_F;
+#pragma unroll
+        for (int n = 0; n < SN / 4; n++) mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h2], sc[4 * n + 2 * h2 + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mnew = fmaxf(m2[h2], mx * cs);
+        const float msafe = mnew == -CUDART_INF_F ? 0.0f : mnew;
+        corr[h2] = kv_exp2(m2[h2] - msafe); /* m2 = -inf: 0 */
+        m2[h2] = mnew;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < SN / 4; n++) {
+            const float e0 = kv_exp2(fmaf(sc[4 * n + 2 * h2], cs, -msafe));
+            const float e1 = kv_exp2(fmaf(sc[4 * n + 2 * h2 + 1], cs, -msafe));
+            sc[4 * n + 2 * h2] = e0;
+            sc[4 * n + 2 * h2 + 1] = e1;
+            sum += e0 + e1;
+        }
+        l[h2] = l[h2] * corr[h2] + sum;
+    }
+}
+/* P (fp32 in sc) -> the A fragments of the P V product; only once the previous P V product is complete: a register
+ * written while an in-flight wgmma reads it makes ptxas wait for that product first */
+template <typename T, int KP>
+static __device__ __forceinline__ void kv_sm90_pack_p(uint32_t (*pf)[4], const float *sc) {
+#pragma unroll
+    for (int kk = 0; kk < KP; kk++) {
+        pf[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pf[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pf[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+}
+/* out = O / l and lse = ln(l) + max of the thread's two rows (0 and -inf for rows without keys), or the normalized
+ * fp32 partial of a split piece */
+template <typename T, int DP>
+static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, const kv_attn_args &a,
+                                                        const kv_item &it, const kv_seq &s, int G, int D, int b,
+                                                        int kvh, const float *o, const float *m2, float *l, int rr0,
+                                                        int tq) {
+    T *og = (T *)p.out;
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
+        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
+    }
+#pragma unroll
+    for (int h2 = 0; h2 < 2; h2++) {
+        const int rr = rr0 + 8 * h2;
+        if (rr >= it.nrows) continue;
+        const int32_t r = it.row0 + rr;
+        const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
+        const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
+        if (it.part >= 0) {
+            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++)
+                *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
+            if (tq == 0) a.part_lse[it.part + rr] = lse;
+        } else {
+            const int64_t oo =
+                kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
+#pragma unroll
+            for (int n = 0; n < DP / 8; n++) {
+                const int c = n * 8 + tq * 2;
+                if (c < D) {
+                    T pair[2];
+                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
+                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
+                    *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
+                }
+            }
+            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+        }
+    }
+}
+
 /* ---- one item ------------------------------------------------------------------------------------------- */
 template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
@@ -171,9 +327,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     const int G = f.G, D = f.D;
     const float scale = f.scale;
     const bool plain = f.plain;
-    const float LOG2E = 1.4426950408889634f;
     const T *qg = (const T *)p.q;
-    T *og = (T *)p.out;
     const int32_t kt_begin = it.klo / BN;
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
@@ -267,24 +421,11 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
             const int e = tid + k * CF::THREADS, rr = e / CH, ch = e - rr * CH, c0 = ch * 8;
             T *vals = (T *)&qv[k];
             if (rr < it.nrows && c0 < D && c0 < rope_R) {
+                /* pos before qo: the other order changes the DP 256 kernel's schedule (3% slower at 1x16384) */
                 const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
                 const int64_t qo =
                     kv_out_offset(p, b, s, G, kvh, it.row0 + rr, p.q_batch_stride, p.q_row_stride, p.q_head_stride);
-                if (pos >= 0 && pos < p.rotary_max_pos) {
-                    const int il = p.rotary_interleaved;
-#pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        const int c = c0 + j;
-                        if (c < rope_R) {
-                            const float x = kv_to_float(vals[j]);
-                            const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
-                            const int pr = kv_rope_pair(c, rope_R, il);
-                            const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
-                            const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
-                            kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
-                        }
-                    }
-                }
+                kv_rope_q8<T>(p, qg + qo, c0, rope_R, pos, vals);
             }
             asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv[k].x),
                          "r"(qv[k].y), "r"(qv[k].z), "r"(qv[k].w)
@@ -293,25 +434,9 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
     }
 
     /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
-    int32_t vlo[2], vhi[2], qkey[2];
-    float slope[2];
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
-        const int32_t r = it.row0 + rr;
-        vlo[h2] = 0;
-        vhi[h2] = 0;
-        qkey[h2] = 0;
-        slope[h2] = 0.0f;
-        if (rr < it.nrows) {
-            const int32_t i = r / G;
-            const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
-            vlo[h2] = max(vr.lo, it.klo);
-            vhi[h2] = min(vr.hi, it.khi);
-            qkey[h2] = i + s_k - s.n_q;
-            if (p.alibi_slopes) slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
-        }
-    }
+    const int rr0 = wg * 64 + warp * 16 + gq;
+    kv_sm90_rows w;
+    kv_sm90_rows_get(w, p, it, s, s_k, G, b, kvh, rr0);
     float o[ON];
 #pragma unroll
     for (int k = 0; k < ON; k++) o[k] = 0.0f;
@@ -371,65 +496,11 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
      * S * cs - max, one FFMA per score, no branch) and the general one (scores transformed to log2 units and
      * masked first). */
     auto softmax_body = [&](auto general, int32_t jt, float *corr) {
-        float cs = scale * LOG2E;
-        if constexpr (decltype(general)::value) {
-            /* scores to log2 units, then the mask; the softcap / ALiBi transform is a loop of its own, so that
-             * the common masked tiles run (and fetch) only the short one */
-            cs = 1.0f;
-            if (plain) {
-#pragma unroll
-                for (int k = 0; k < SN; k++) sc[k] *= scale * LOG2E;
-            } else {
-#pragma unroll
-                for (int k = 0; k < SN; k++) {
-                    const int h2 = (k >> 1) & 1;
-                    const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
-                    float x = kv_softcap(sc[k] * scale, p.softcap);
-                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
-                    sc[k] = x * LOG2E;
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < SN; k++) {
-                const int h2 = (k >> 1) & 1;
-                const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
-                if (j < vlo[h2] || j >= vhi[h2]) sc[k] = -CUDART_INF_F;
-            }
-        }
-#pragma unroll
-        for (int h2 = 0; h2 < 2; h2++) {
-            float mx = -CUDART_INF_F;
-#pragma unroll
-            for (int n = 0; n < SN / 4; n++) mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h2], sc[4 * n + 2 * h2 + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float mnew = fmaxf(m2[h2], mx * cs);
-            const float msafe = mnew == -CUDART_INF_F ? 0.0f : mnew;
-            corr[h2] = kv_exp2(m2[h2] - msafe); /* m2 = -inf: 0 */
-            m2[h2] = mnew;
-            float sum = 0.0f;
-#pragma unroll
-            for (int n = 0; n < SN / 4; n++) {
-                const float e0 = kv_exp2(fmaf(sc[4 * n + 2 * h2], cs, -msafe));
-                const float e1 = kv_exp2(fmaf(sc[4 * n + 2 * h2 + 1], cs, -msafe));
-                sc[4 * n + 2 * h2] = e0;
-                sc[4 * n + 2 * h2 + 1] = e1;
-                sum += e0 + e1;
-            }
-            l[h2] = l[h2] * corr[h2] + sum;
-        }
+        kv_sm90_softmax<decltype(general)::value, SN>(p, sc, m2, l, corr, w, jt, scale, plain, tq);
     };
     /* P (fp32 in sc) -> the A fragments of the P V product; only once the previous P V product is complete: a
      * register written while an in-flight wgmma reads it makes ptxas wait for that product first */
-    auto pack_p = [&]() {
-#pragma unroll
-        for (int kk = 0; kk < KP; kk++) {
-            pf[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pf[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pf[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
-        }
-    };
+    auto pack_p = [&]() { kv_sm90_pack_p<T, KP>(pf, sc); };
     /* DP = 256 main-loop step after the products of tile t were issued: softmax of S_t, wait for P_{t-1} V_{t-1}
      * (ptxas moves this wait up to the previous one: no overlap), rescale O, P_t -> registers */
     auto softmax_step = [&](auto general, int32_t jt, float *corr) {
@@ -465,15 +536,8 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
          * branch; the tiles before and after (window / causal edges, ragged ends) and softcap / ALiBi problems
          * run the general softmax. One loop with two step bodies (not a loop per kind): the code a short item
          * runs stays small (short items were bound by instruction fetch, see attn_notes.md v20). */
-        int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
-        if (plain && it.nrows > 0) {
-            const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal,
-                                                       p.window_left, p.window_right).lo, it.klo);
-            const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
-                                                       p.window_right).hi, it.khi);
-            t_fast_lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
-            t_fast_hi = max(t_fast_lo, min(n_kt, hi_min / BN - kt_begin));
-        }
+        int32_t t_fast_lo, t_fast_hi;
+        kv_sm90_fast_tiles<BN>(p, it, s, s_k, G, plain, kt_begin, n_kt, &t_fast_lo, &t_fast_hi);
         if constexpr (CF::LATE) {
             /* iteration t: wait for P_{t-2} V_{t-2}, rescale O, P_{t-1} -> registers; issue S_t = Q K_t and
              * O += P_{t-1} V_{t-1}; next copies; softmax of S_t, overlapping P V (ptxas hoists a wait for the
@@ -554,39 +618,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
 #endif
 
     /* 4. epilogue */
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
-        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
-    }
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
-        if (rr >= it.nrows) continue;
-        const int32_t r = it.row0 + rr;
-        const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
-        const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
-        if (it.part >= 0) {
-            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
-#pragma unroll
-            for (int n = 0; n < DP / 8; n++)
-                *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
-            if (tq == 0) a.part_lse[it.part + rr] = lse;
-        } else {
-            const int64_t oo = kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
-#pragma unroll
-            for (int n = 0; n < DP / 8; n++) {
-                const int c = n * 8 + tq * 2;
-                if (c < D) {
-                    T pair[2];
-                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
-                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
-                    *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
-                }
-            }
-            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
-        }
-    }
+    kv_sm90_epilogue<T, DP>(p, a, it, s, G, D, b, kvh, o, m2, l, rr0, tq);
 #ifdef KVATTN_TIMELINE
     KV_TL_ADD(1, 14, clock64() - c_epi0);
     KV_TL_ADD(1, 15, clock64() - c_item0);

@@ -202,24 +202,8 @@ static __device__ __forceinline__ void kv_ws_q_issue(const kvattn_params &p, con
         uint4 qv = make_uint4(0, 0, 0, 0);
         if (live) qv = *(const uint4 *)(qg + qo + c0);
         T *vals = (T *)&qv;
-        if (live && c0 < rope_R) {
-            const int32_t pos = s.S + s.n_new - s.n_q + (it.row0 + rr) / G;
-            if (pos >= 0 && pos < p.rotary_max_pos) {
-                const int il = p.rotary_interleaved;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const int c = c0 + j;
-                    if (c < rope_R) {
-                        const float x = kv_to_float(vals[j]);
-                        const float y = kv_to_float(qg[qo + kv_rope_partner(c, rope_R, il)]);
-                        const int pr = kv_rope_pair(c, rope_R, il);
-                        const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
-                        const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
-                        kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
-                    }
-                }
-            }
-        }
+        if (live && c0 < rope_R)
+            kv_rope_q8<T>(p, qg + qo, c0, rope_R, s.S + s.n_new - s.n_q + (it.row0 + rr) / G, vals);
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
                      "r"(qv.y), "r"(qv.z), "r"(qv.w)
                      : "memory");
@@ -250,8 +234,6 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     const int G = f.G, D = f.D;
     const float scale = f.scale;
     const bool plain = f.plain;
-    const float LOG2E = 1.4426950408889634f;
-    T *og = (T *)p.out;
     const int32_t kt_begin = it.klo / BN;
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
@@ -265,25 +247,9 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     }
 
     /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
-    int32_t vlo[2], vhi[2], qkey[2];
-    float slope[2];
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
-        const int32_t r = it.row0 + rr;
-        vlo[h2] = 0;
-        vhi[h2] = 0;
-        qkey[h2] = 0;
-        slope[h2] = 0.0f;
-        if (rr < it.nrows) {
-            const int32_t i = r / G;
-            const kv_range vr = kv_visible_keys(i, s.n_q, s_k, p.causal, p.window_left, p.window_right);
-            vlo[h2] = max(vr.lo, it.klo);
-            vhi[h2] = min(vr.hi, it.khi);
-            qkey[h2] = i + s_k - s.n_q;
-            if (p.alibi_slopes) slope[h2] = p.alibi_slopes[(int64_t)b * p.alibi_batch_stride + kvh * G + (r - i * G)];
-        }
-    }
+    const int rr0 = wg * 64 + warp * 16 + gq;
+    kv_sm90_rows w;
+    kv_sm90_rows_get(w, p, it, s, s_k, G, b, kvh, rr0);
     float o[ON];
 #pragma unroll
     for (int k = 0; k < ON; k++) o[k] = 0.0f;
@@ -341,61 +307,9 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         kv_wgmma_commit();
     };
     auto softmax_body = [&](auto general, int32_t jt, float *corr) {
-        float cs = scale * LOG2E;
-        if constexpr (decltype(general)::value) {
-            cs = 1.0f;
-            if (plain) {
-#pragma unroll
-                for (int k = 0; k < SN; k++) sc[k] *= scale * LOG2E;
-            } else {
-#pragma unroll
-                for (int k = 0; k < SN; k++) {
-                    const int h2 = (k >> 1) & 1;
-                    const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
-                    float x = kv_softcap(sc[k] * scale, p.softcap);
-                    if (p.alibi_slopes) x += kv_alibi_bias(slope[h2], qkey[h2], j);
-                    sc[k] = x * LOG2E;
-                }
-            }
-#pragma unroll
-            for (int k = 0; k < SN; k++) {
-                const int h2 = (k >> 1) & 1;
-                const int32_t j = jt + (k >> 2) * 8 + tq * 2 + (k & 1);
-                if (j < vlo[h2] || j >= vhi[h2]) sc[k] = -CUDART_INF_F;
-            }
-        }
-#pragma unroll
-        for (int h2 = 0; h2 < 2; h2++) {
-            float mx = -CUDART_INF_F;
-#pragma unroll
-            for (int n = 0; n < SN / 4; n++) mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * h2], sc[4 * n + 2 * h2 + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float mnew = fmaxf(m2[h2], mx * cs);
-            const float msafe = mnew == -CUDART_INF_F ? 0.0f : mnew;
-            corr[h2] = kv_exp2(m2[h2] - msafe);
-            m2[h2] = mnew;
-            float sum = 0.0f;
-#pragma unroll
-            for (int n = 0; n < SN / 4; n++) {
-                const float e0 = kv_exp2(fmaf(sc[4 * n + 2 * h2], cs, -msafe));
-                const float e1 = kv_exp2(fmaf(sc[4 * n + 2 * h2 + 1], cs, -msafe));
-                sc[4 * n + 2 * h2] = e0;
-                sc[4 * n + 2 * h2 + 1] = e1;
-                sum += e0 + e1;
-            }
-            l[h2] = l[h2] * corr[h2] + sum;
-        }
+        kv_sm90_softmax<decltype(general)::value, SN>(p, sc, m2, l, corr, w, jt, scale, plain, tq);
     };
-    auto pack_p = [&]() {
-#pragma unroll
-        for (int kk = 0; kk < KP; kk++) {
-            pf[kk][0] = kv_mma<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
-            pf[kk][1] = kv_mma<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
-            pf[kk][2] = kv_mma<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
-            pf[kk][3] = kv_mma<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
-        }
-    };
+    auto pack_p = [&]() { kv_sm90_pack_p<T, KP>(pf, sc); };
 
     /* 2-3. pipeline over tiles g0 .. g0 + n_kt - 1 of the block's sequence */
     if (n_kt > 0) {
@@ -409,15 +323,8 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         release_k(g0);
         float corr[2];
         softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
-        int32_t t_fast_lo = n_kt, t_fast_hi = n_kt;
-        if (plain && it.nrows > 0) {
-            const int32_t lo_max = max(kv_visible_keys((it.row0 + it.nrows - 1) / G, s.n_q, s_k, p.causal,
-                                                       p.window_left, p.window_right).lo, it.klo);
-            const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
-                                                       p.window_right).hi, it.khi);
-            t_fast_lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
-            t_fast_hi = max(t_fast_lo, min(n_kt, hi_min / BN - kt_begin));
-        }
+        int32_t t_fast_lo, t_fast_hi;
+        kv_sm90_fast_tiles<BN>(p, it, s, s_k, G, plain, kt_begin, n_kt, &t_fast_lo, &t_fast_hi);
         /* iteration t: K_t and V_{t-1} landed; P_{t-2} V_{t-2} complete (V_{t-2} released), rescale O,
          * P_{t-1} -> registers; issue S_t and O += P_{t-1} V_{t-1}; S_t complete (K_t released); softmax of S_t
          * overlapping P V */
@@ -459,39 +366,7 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     }
 
     /* 4. epilogue */
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
-        l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
-    }
-#pragma unroll
-    for (int h2 = 0; h2 < 2; h2++) {
-        const int rr = wg * 64 + warp * 16 + gq + 8 * h2;
-        if (rr >= it.nrows) continue;
-        const int32_t r = it.row0 + rr;
-        const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
-        const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
-        if (it.part >= 0) {
-            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
-#pragma unroll
-            for (int n = 0; n < DP / 8; n++)
-                *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
-            if (tq == 0) a.part_lse[it.part + rr] = lse;
-        } else {
-            const int64_t oo = kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
-#pragma unroll
-            for (int n = 0; n < DP / 8; n++) {
-                const int c = n * 8 + tq * 2;
-                if (c < D) {
-                    T pair[2];
-                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
-                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
-                    *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
-                }
-            }
-            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
-        }
-    }
+    kv_sm90_epilogue<T, DP>(p, a, it, s, G, D, b, kvh, o, m2, l, rr0, tq);
 }
 
 /* Persistent warp-specialized prefill kernel: num_SMs blocks of 384 threads, kv_ws_cfg<T, DP>::SMEM_BYTES of

@@ -23,6 +23,28 @@ static __device__ __forceinline__ float kv_rope_table(const kvattn_params &p, co
     return kv_to_float(((const T *)table)[off]);
 }
 
+/* Rotates the query channels [c0, c0 + 8) held in vals (already loaded; channels >= rope_R are left as they are)
+ * to position pos; qrow is the row's first element in global memory, read for the partner channels. A position
+ * outside [0, rotary_max_pos) leaves the chunk as it is (the table is never read out of range). */
+template <typename T>
+static __device__ __forceinline__ void kv_rope_q8(const kvattn_params &p, const T *qrow, int c0, int32_t rope_R,
+                                                  int32_t pos, T *vals) {
+    if (pos < 0 || pos >= p.rotary_max_pos) return;
+    const int il = p.rotary_interleaved;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int c = c0 + j;
+        if (c < rope_R) {
+            const float x = kv_to_float(vals[j]);
+            const float y = kv_to_float(qrow[kv_rope_partner(c, rope_R, il)]);
+            const int pr = kv_rope_pair(c, rope_R, il);
+            const float cs = kv_rope_table<T>(p, p.rotary_cos, pos, pr);
+            const float sn = kv_rope_table<T>(p, p.rotary_sin, pos, pr);
+            kv_from_float(&vals[j], x * cs - y * sn * kv_rope_sign(c, rope_R, il));
+        }
+    }
+}
+
 /* Sequence of global query row r (varlen: binary search in cu_seqlens_q; fixed: r / seqlen_q); -1 if none. */
 static __device__ __forceinline__ int kv_seq_of_row(const kvattn_params &p, int64_t r) {
     if (!p.cu_seqlens_q) return p.seqlen_q > 0 ? (int)(r / p.seqlen_q) : -1;
