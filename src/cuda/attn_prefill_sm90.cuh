@@ -175,12 +175,12 @@ static __device__ __forceinline__ void kv_sm90_rows_get(kv_sm90_rows &w, const k
         }
     }
 }
-/* Tiles [*lo, *hi) of an item (relative to kt_begin) where every row of the item sees every key: their steps run
- * the softmax without a mask (plain scores only; else the range is empty). */
+/* Tiles [*lo, *hi) of an item (relative to kt_begin, *lo >= t_min) where every row of the item sees every key:
+ * their steps run the softmax without a mask (plain scores only; else the range is empty). */
 template <int BN>
 static __device__ __forceinline__ void kv_sm90_fast_tiles(const kvattn_params &p, const kv_item &it, const kv_seq &s,
                                                           int32_t s_k, int G, bool plain, int32_t kt_begin,
-                                                          int32_t n_kt, int32_t *lo, int32_t *hi) {
+                                                          int32_t n_kt, int32_t t_min, int32_t *lo, int32_t *hi) {
     *lo = n_kt;
     *hi = n_kt;
     if (plain && it.nrows > 0) {
@@ -188,7 +188,7 @@ static __device__ __forceinline__ void kv_sm90_fast_tiles(const kvattn_params &p
                                                    p.window_right).lo, it.klo);
         const int32_t hi_min = min(kv_visible_keys(it.row0 / G, s.n_q, s_k, p.causal, p.window_left,
                                                    p.window_right).hi, it.khi);
-        *lo = max(1, (lo_max + BN - 1) / BN - kt_begin);
+        *lo = max(t_min, (lo_max + BN - 1) / BN - kt_begin);
         *hi = max(*lo, min(n_kt, hi_min / BN - kt_begin));
     }
 }
@@ -537,7 +537,7 @@ static __device__ __forceinline__ void kv_sm90_item(const kvattn_params &p, cons
          * run the general softmax. One loop with two step bodies (not a loop per kind): the code a short item
          * runs stays small (short items were bound by instruction fetch, see attn_notes.md v20). */
         int32_t t_fast_lo, t_fast_hi;
-        kv_sm90_fast_tiles<BN>(p, it, s, s_k, G, plain, kt_begin, n_kt, &t_fast_lo, &t_fast_hi);
+        kv_sm90_fast_tiles<BN>(p, it, s, s_k, G, plain, kt_begin, n_kt, 1, &t_fast_lo, &t_fast_hi);
         if constexpr (CF::LATE) {
             /* iteration t: wait for P_{t-2} V_{t-2}, rescale O, P_{t-1} -> registers; issue S_t = Q K_t and
              * O += P_{t-1} V_{t-1}; next copies; softmax of S_t, overlapping P V (ptxas hoists a wait for the
