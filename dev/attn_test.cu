@@ -790,7 +790,8 @@ int main(int argc, char **argv) {
             {"decode 1x64 p16", 1, 64, 16, 0},
             /* lengths whose merges have 9 - 15 or 17 - 23 pieces (the merge's splits after the first 8, v75) */
             {"decode 1x20000 p16", 1, 20000, 16, 0}, {"decode 2x12000 p16", 2, 12000, 16, 0},
-            {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2}};
+            {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2},
+            {"prefill 16x1024", 16, 1024, 16, 2}};
         const int reps = getenv("KVATTN_TL_REPS") ? atoi(getenv("KVATTN_TL_REPS")) : 4; /* first: warm-up */
         const char *only = getenv("KVATTN_TL_CASE"); /* run only the cases whose name contains this */
         for (auto &c : cases) {
@@ -824,6 +825,7 @@ int main(int argc, char **argv) {
                     CK(cudaMemcpyToSymbol(kv_tl_sc, z, sizeof z));
                     CK(cudaMemcpyToSymbol(kv_tl_plan, z, sizeof(unsigned long long) * 8));
                     CK(cudaMemcpyToSymbol(kv_tl_merge, z, sizeof(unsigned long long) * 3));
+                    CK(cudaMemcpyToSymbol(kv_tl_ws, z, sizeof z));
                 }
                 CK(cudaDeviceSynchronize());
                 run_attn(P, 0);
@@ -884,6 +886,22 @@ int main(int argc, char **argv) {
                            "epilogue %.0f; loop-to-end %.0f; tiles %.2f", t[1][13] / (double)t[1][7],
                            t[1][10] / (double)t[1][7], t[1][11] / (double)t[1][7], t[1][14] / (double)t[1][7],
                            t[1][15] / (double)t[1][7], t[1][12] / (double)t[1][7]);
+                {
+                    unsigned long long w[16];
+                    CK(cudaMemcpyFromSymbol(w, kv_tl_ws, sizeof w));
+                    if (w[0]) { /* the ws prefill kernel (attn_prefill_ws.cuh): consumer thread 128 per item, the
+                                 * producer's thread 0 per item, mean SM cycles */
+                        const double ni = (double)w[0], np = w[11] ? (double)w[11] : 1.0;
+                        printf("\n    ws consumer per item (cycles; %llu items, %.2f tiles, Q issued early %.0f%%): "
+                               "in consume %.0f = to Q %.0f + to K0 %.0f + first S+softmax %.0f + steps %.0f + last PV "
+                               "%.0f + epilogue %.0f + rest; after (merge, record, take) %.0f"
+                               "\n    ws producer per item (%llu items): claim+ring %.0f, item to K0 issued %.0f, "
+                               "waits for free K %.0f / V %.0f",
+                               w[0], w[1] / ni, 100.0 * w[10] / ni, w[8] / ni, w[2] / ni, w[3] / ni, w[4] / ni,
+                               w[5] / ni, w[6] / ni, w[7] / ni, w[9] / ni, w[11], w[12] / np, w[13] / np, w[14] / np,
+                               w[15] / np);
+                    }
+                }
                 printf("\n");
                 if (rep == reps - 1) item_report(1, t[2][7], t0);
                 item_dump(c.name, rep, t[2][7], t0);

@@ -35,6 +35,7 @@
 #ifndef KV_WS_QPF
 #define KV_WS_QPF 1
 #endif
+
 /* KV tile keys and stages of the warp-specialized kernel (dev builds try others: -DKV_WS_BN=64 ...) */
 #ifndef KV_WS_BN
 #define KV_WS_BN 128
@@ -124,6 +125,7 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
     const int32_t kt_begin = it.klo / BN;
     const int32_t n_kt = it.khi > it.klo ? (int32_t)kv_ceil_div64(it.khi, BN) - kt_begin : 0;
     if (n_kt <= 0) return;
+    KV_WS_T(tp0);
     const kv_item_facts f = kv_item_facts_get(p, it.b);
     kv_row_addresser ra[UNITS];
 #pragma unroll
@@ -157,16 +159,23 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
         kv_bar_sync(1, 128); /* the step's addresses visible to every producer thread */
         if (t < n_kt) { /* K_t */
             const uint32_t g = gp + t, st = g % KS;
+            KV_WS_T(tw0);
             kv_mbar_wait(kv_smem_u32(&bars->empty_k[st]), ((g / KS) & 1) ^ 1);
+            KV_WS_T(tw1);
+            KV_WS_ADD(threadIdx.x == 0, 14, tw1 - tw0); /* the producer's waits for a free K stage */
             const uint32_t dst = sK + st * CF::KV_BYTES + my_dst;
 #pragma unroll
             for (int k = 0; k < BN / RSTEP; k++)
                 kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][my_row + k * RSTEP] & ch_mask, my_ch * 16);
             kv_mbar_arrive_cp_async(kv_smem_u32(&bars->full_k[st]));
+            KV_WS_ADD(threadIdx.x == 0 && t == 0, 13, KV_WS_CLK_NOW() - tp0); /* item to K_0's copies issued */
         }
         if (t >= 1) { /* V_{t-1} */
             const uint32_t g = gp + t - 1, st = g % VS;
+            KV_WS_T(tw2);
             kv_mbar_wait(kv_smem_u32(&bars->empty_v[st]), ((g / VS) & 1) ^ 1);
+            KV_WS_T(tw3);
+            KV_WS_ADD(threadIdx.x == 0, 15, tw3 - tw2); /* the producer's waits for a free V stage */
             const uint32_t dst = sV + st * CF::KV_BYTES + my_dst;
 #pragma unroll
             for (int k = 0; k < BN / RSTEP; k++)
@@ -250,6 +259,7 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     const int32_t kt_end = (int32_t)kv_ceil_div64(it.khi, BN);
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
 
+    KV_WS_T(tl0);
     /* 1. this warpgroup's 64 Q rows, unless the previous item's tail already issued them (q_issued) */
     if (n_kt > 0 && !q_issued) kv_ws_q_issue<T, DP>(p, it, f, sQ, wg, wtid);
     if (n_kt > 0 || q_issued) kv_cp_async_wait<0>(); /* (q_issued may differ between warps: no barrier here) */
@@ -257,6 +267,11 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         kv_fence_proxy_async();
         kv_bar_sync(2 + wg, 128);
     }
+    KV_WS_T(tl1);
+    KV_WS_ADD(threadIdx.x == 128, 0, 1);          /* items */
+    KV_WS_ADD(threadIdx.x == 128, 1, n_kt);       /* KV tiles */
+    KV_WS_ADD(threadIdx.x == 128, 2, tl1 - tl0);  /* entry to Q rows in smem (facts, Q issue and wait) */
+    KV_WS_ADD(threadIdx.x == 128, 10, q_issued);  /* items whose Q rows the previous item's tail issued */
 
     /* per-thread rows: rr = 64 wg + 16 warp + gq + 8 h2 */
     const int rr0 = wg * 64 + warp * 16 + gq;
@@ -327,6 +342,8 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     if (n_kt > 0) {
         const uint32_t g0 = gc;
         wait_k(g0);
+        KV_WS_T(tl2);
+        KV_WS_ADD(threadIdx.x == 128, 3, tl2 - tl1); /* Q in smem to K_0 landed (row set-up, the wait) */
         kv_fence_proxy_async();
         fence_all();
         issue_s(g0);
@@ -340,6 +357,8 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         float corr[2];
         if (t_fast_lo == 0 && t_fast_hi > 0) softmax_body(kv_sm90_bool<false>(), kt_begin * BN, corr);
         else softmax_body(kv_sm90_bool<true>(), kt_begin * BN, corr);
+        KV_WS_T(tl3);
+        KV_WS_ADD(threadIdx.x == 128, 4, tl3 - tl2); /* the first S alone and its softmax */
         /* iteration t: K_t and V_{t-1} landed; P_{t-2} V_{t-2} complete (V_{t-2} released), rescale O,
          * P_{t-1} -> registers; issue S_t and O += P_{t-1} V_{t-1}; S_t complete (K_t released); softmax of S_t
          * overlapping P V */
@@ -366,6 +385,8 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
             else step(kv_sm90_bool<true>(), t);
         }
         const uint32_t gl = g0 + n_kt - 1;
+        KV_WS_T(tl4);
+        KV_WS_ADD(threadIdx.x == 128, 5, tl4 - tl3); /* the steps of tiles 1 .. n - 1 */
         wait_v(gl);
         kv_fence_proxy_async();
         products_done();
@@ -378,10 +399,15 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         products_done();
         release_v(gl);
         gc = g0 + n_kt;
+        KV_WS_T(tl5);
+        KV_WS_ADD(threadIdx.x == 128, 6, tl5 - tl4); /* the last P V alone (and the next item's Q issue) */
     }
 
     /* 4. epilogue */
+    KV_WS_T(tl6);
     kv_sm90_epilogue<T, DP>(p, a, it, s, G, D, b, kvh, o, m2, l, rr0, tq);
+    KV_WS_T(tl7);
+    KV_WS_ADD(threadIdx.x == 128, 7, tl7 - tl6); /* the epilogue */
 }
 
 /* Persistent warp-specialized prefill kernel: num_SMs blocks of 384 threads, kv_ws_cfg<T, DP>::SMEM_BYTES of
@@ -412,6 +438,7 @@ __global__ void __launch_bounds__(384, 1)
         }
     }
     /* items (scheduler) and appended rows (append kernel): as kv_prefill_sm90_kernel */
+    KV_TL(1, 0, Min);
     if (a.no_wait & KV_EARLY_START) {
         if (threadIdx.x == 0)
             while (kv_ld_acquire(&a.hdr->sched_done) == 0) __nanosleep(64);
@@ -419,6 +446,8 @@ __global__ void __launch_bounds__(384, 1)
         kv_grid_wait();
     }
     __syncthreads(); /* (also publishes the barriers' initialization) */
+    KV_TL(1, 1, Min);
+    KV_TL(1, 2, Max);
     kv_grid_launch_dependents();
     const int count = __ldcg(list.count);
     if (threadIdx.x < 128) { /* the producer */
@@ -427,11 +456,14 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll 1
         for (int n = 0;; n++) {
             if (threadIdx.x == 0) {
+                KV_WS_T(tc0);
                 const int idx = atomicAdd(list.counter, 1);
                 bars.pidx = idx;
                 kv_mbar_wait(kv_smem_u32(&bars.ring_empty[n & 1]), ((n >> 1) & 1) ^ 1);
                 bars.ring[n & 1] = idx;
                 kv_mbar_arrive(kv_smem_u32(&bars.ring_full[n & 1]));
+                KV_WS_ADD(true, 12, KV_WS_CLK_NOW() - tc0); /* the claim and the ring's free slot */
+                KV_WS_ADD(idx < count, 11, 1);               /* items produced */
             }
             kv_bar_sync(1, 128);
             const int idx = bars.pidx;
@@ -459,6 +491,7 @@ __global__ void __launch_bounds__(384, 1)
             const kv_item it = kv_item_ldcg(list.items, idx);
             /* KV_WS_QPF: in the item's tail, take the next item and issue its Q rows */
             int next = -1;
+            KV_WS_T(tk0);
             kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc, q_issued, [&]() {
                 if (!KV_WS_QPF) return;
                 /* only if the producer has published the next item already (the warp decides as one: each warp
@@ -472,11 +505,20 @@ __global__ void __launch_bounds__(384, 1)
                     kv_ws_q_issue<T, DP>(p, nt, kv_item_facts_get(p, nt.b), sQ, wg, wtid);
                 }
             });
+            KV_WS_T(tk1);
             /* a split piece: the consumers (named barrier 4) count it and merge the task if it was the last */
             if (it.comb >= 0) kv_attn_piece_done<T, false, KV_COMBINE_FEW, 128, 256, 4>(p, a, it.comb, it.b, &s_flag);
             q_issued = next >= 0;
             idx = next >= 0 ? next : take();
+            KV_WS_ADD(threadIdx.x == 128, 8, tk1 - tk0);        /* the whole item in kv_ws_consume */
+            KV_WS_ADD(threadIdx.x == 128, 9, KV_WS_CLK_NOW() - tk1); /* the merge and the hand-off */
         }
+#ifdef KVATTN_TIMELINE
+        if (threadIdx.x == 128) {
+            atomicMin(&kv_tl[1][3], kv_gtime());
+            atomicMax(&kv_tl[1][4], kv_gtime());
+        }
+#endif
     }
 #else
     __trap(); /* sm_90a only: never launched on other targets */

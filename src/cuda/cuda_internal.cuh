@@ -85,9 +85,18 @@ static __device__ __forceinline__ unsigned kv_smid() {
 #define KV_TL_NOW() kv_gtime()
 #define KV_TL_ADD(k, slot, v) \
     do { if (threadIdx.x == 0) atomicAdd(&kv_tl[k][slot], (unsigned long long)(v)); } while (0)
+/* the ws prefill kernel's parts (attn_prefill_ws.cuh, thirty-first session): SM cycles summed by one consumer
+ * thread (128) and the producer's thread 0; slots named where they are added, printed by attn_test timeline */
+__device__ unsigned long long kv_tl_ws[16];
+#define KV_WS_T(v) const long long v = clock64()
+#define KV_WS_CLK_NOW() clock64()
+#define KV_WS_ADD(cond, slot, v) do { if (cond) atomicAdd(&kv_tl_ws[slot], (unsigned long long)(v)); } while (0)
 #define KV_TLC_T0(v) const long long v = clock64()
 #define KV_TLC_ACC(acc, v) (acc) += clock64() - (v)
 #else
+#define KV_WS_T(v) do { } while (0)
+#define KV_WS_CLK_NOW() 0ll
+#define KV_WS_ADD(cond, slot, v) do { } while (0)
 #define KV_TLC_T0(v) do { } while (0)
 #define KV_TLC_ACC(acc, v) do { } while (0)
 #define KV_TL(k, slot, op) do { } while (0)
