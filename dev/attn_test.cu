@@ -555,6 +555,8 @@ static double read_ceiling() {
 static void bench_inflight() {
     /* inflight: 60 decodes with S uniform in [512, 8192] + 4 prompts of 512, causal, page 16; then the same
      * with the prompts only and the decodes only (where the time goes) */
+    const int plen = getenv("KVATTN_INFLIGHT_PLEN") ? atoi(getenv("KVATTN_INFLIGHT_PLEN")) : 512; /* prompt tokens */
+    if (plen != 512) printf("(prompts of %d tokens)\n", plen);
     for (int part = 0; part < 3; part++) {
         rng_state = 0x5eed;
         std::vector<int> nq, S;
@@ -563,7 +565,7 @@ static void bench_inflight() {
             const int s_dec = irand(512, 8192) - 1;
             if (part == 1 && !prompt) continue;
             if (part == 2 && prompt) continue;
-            nq.push_back(prompt ? 512 : 1);
+            nq.push_back(prompt ? plen : 1);
             S.push_back(prompt ? 0 : s_dec);
         }
         Problem P = make((int)nq.size(), 32, 8, 128, 16, KVATTN_BF16);
@@ -762,6 +764,7 @@ int main(int argc, char **argv) {
     kv_attn_dev_splitx = getenv("KVATTN_DEV_SPLITX") ? atoi(getenv("KVATTN_DEV_SPLITX")) : 1;
     kv_attn_dev_splitb = getenv("KVATTN_DEV_SPLITB") ? atoi(getenv("KVATTN_DEV_SPLITB")) : 0;
     kv_attn_dev_stages = getenv("KVATTN_DEV_STAGES") ? atoi(getenv("KVATTN_DEV_STAGES")) : 0;
+    kv_attn_dev_order = getenv("KVATTN_DEV_ORDER") ? atoi(getenv("KVATTN_DEV_ORDER")) : 0;
     const char *mode = argc > 1 ? argv[1] : "validate";
     if (!strcmp(mode, "validate")) return validate(false) ? 1 : 0;
     if (!strcmp(mode, "quick")) return validate(true) ? 1 : 0;

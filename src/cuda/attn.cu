@@ -52,6 +52,8 @@ int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kern
 int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
 int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's; raise
                               * kv_attn_dev_splitx with it, which scales the workspace bound) */
+int kv_attn_dev_order = 0;  /* dev/attn_test.cu: a call with both lists runs the decode kernel first (1) or the
+                              * prefill kernel first (2); 0: launch_fast's rule */
 #endif
 #ifndef KVATTN_SM90A
 #define KVATTN_SM90A 0
@@ -292,14 +294,20 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     }
     /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
      * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
-    /* decode-first order: a varlen call with no more query rows than sequences is (almost surely) a decode step,
-     * whose prefill list is empty; the prefill kernel then runs after the decode kernel (its blocks start as the
-     * decode blocks end, find no item and exit) instead of delaying the decode kernel's start by ~1.5 us. Any
-     * prefill items of such a call are still computed, only later. Otherwise the prefill kernel goes first (the
-     * inflight step: long prompts first, decode blocks fill the SMs they leave). The second kernel of either order
-     * does not wait for the first (see kv_attn_kernel). */
+    /* decode-first order for varlen calls: the decode kernel first, the prefill kernel's blocks starting on the
+     * SMs that decode blocks leave (their items are short: 32 queries x their keys), so the prompts fill the
+     * decode kernel's tail. The inflight step of PERF.md (60 decodes + 4 prompts of 512): 359.9 -> 342.9 us
+     * (thirty-first session, attn_notes.md); before, the prompts ran first and the decode kernel's long items (up
+     * to a whole cache) formed the call's tail. A varlen call without decode items pays the empty decode kernel's
+     * start (~1.5 us). A varlen call with no more query rows than sequences (a decode step) also starts early
+     * (kv_attn_early). Fixed-length calls with more than KV_DECODE_ROWS rows per sequence have no decode items:
+     * prefill kernel first. The second kernel of either order does not wait for the first (see kv_attn_kernel). */
     const bool both = attn_max_rows(p) > KV_DECODE_ROWS;
-    const bool decode_first = attn_decode_first(p, dev);
+    bool decode_first = attn_decode_first(p, dev) || (both && dev->overlap && p->cu_seqlens_q);
+#ifdef KVATTN_DEV_VARIANTS
+    if (kv_attn_dev_order == 1 && both && dev->overlap) decode_first = true;
+    if (kv_attn_dev_order == 2 && !attn_decode_first(p, dev)) decode_first = false;
+#endif
     auto launch_prefill = [&](int32_t no_wait) -> int {
         a.no_wait = no_wait | early; /* early: only in decode-first order (kv_attn_early); starts on sched_done */
         if (pl->sm90) {
