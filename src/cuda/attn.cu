@@ -296,10 +296,10 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * sequence (and G <= 16) has only decode items; otherwise both kernels run (an empty list exits at once) */
     /* decode-first order for varlen calls: the decode kernel first, the prefill kernel's blocks starting on the
      * SMs that decode blocks leave (their items are short: 32 queries x their keys), so the prompts fill the
-     * decode kernel's tail. The inflight step of PERF.md (60 decodes + 4 prompts of 512): 359.9 -> 342.9 us
-     * (thirty-first session, attn_notes.md); before, the prompts ran first and the decode kernel's long items (up
-     * to a whole cache) formed the call's tail. A varlen call without decode items pays the empty decode kernel's
-     * start (~1.5 us). A varlen call with no more query rows than sequences (a decode step) also starts early
+     * decode kernel's tail. The inflight step of PERF.md (60 decodes + 4 prompts of 512): 348.5 -> 338.8 us in
+     * bench_cuda (thirty-first session, attn_notes.md); before, the prompts ran first and the decode kernel's long
+     * items (up to a whole cache) formed the call's tail. A varlen call without decode items pays the empty decode
+     * kernel's start (~3 us measured at 4 prompts of 512: +3.7%). A varlen call with no more query rows than sequences (a decode step) also starts early
      * (kv_attn_early). Fixed-length calls with more than KV_DECODE_ROWS rows per sequence have no decode items:
      * prefill kernel first. The second kernel of either order does not wait for the first (see kv_attn_kernel). */
     const bool both = attn_max_rows(p) > KV_DECODE_ROWS;

@@ -35,7 +35,6 @@
 #ifndef KV_WS_QPF
 #define KV_WS_QPF 1
 #endif
-
 /* KV tile keys and stages of the warp-specialized kernel (dev builds try others: -DKV_WS_BN=64 ...) */
 #ifndef KV_WS_BN
 #define KV_WS_BN 128
