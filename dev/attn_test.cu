@@ -897,7 +897,7 @@ int main(int argc, char **argv) {
                         const double ni = (double)w[0], np = w[11] ? (double)w[11] : 1.0;
                         printf("\n    ws consumer per item (cycles; %llu items, %.2f tiles, Q issued early %.0f%%): "
                                "in consume %.0f = to Q %.0f + to K0 %.0f + first S+softmax %.0f + steps %.0f + last PV "
-                               "%.0f + epilogue %.0f + rest; after (merge, record, take) %.0f"
+                               "%.0f + epilogue %.0f + rest; after (merge, take) %.0f"
                                "\n    ws producer per item (%llu items): claim+ring %.0f, item to K0 issued %.0f, "
                                "waits for free K %.0f / V %.0f",
                                w[0], w[1] / ni, 100.0 * w[10] / ni, w[8] / ni, w[2] / ni, w[3] / ni, w[4] / ni,
