@@ -156,31 +156,25 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             page[k] = page_read(k, t + 1);
         }
         kv_bar_sync(1, 128); /* the step's addresses visible to every producer thread */
-        if (t < n_kt) { /* K_t */
-            const uint32_t g = gp + t, st = g % KS;
+        /* tile g of a ring of NST stages at smem `base` (its rows' addresses from unit u0 on): wait until the
+         * consumers have freed the stage, copy, and let the copies' landing complete the stage's full barrier */
+        auto copy_tile = [&](uint64_t *empty, uint64_t *full, uint32_t NST, uint32_t base, uint32_t g, int u0,
+                             int wait_slot) {
+            const uint32_t st = g % NST;
             KV_WS_T(tw0);
-            kv_mbar_wait(kv_smem_u32(&bars->empty_k[st]), ((g / KS) & 1) ^ 1);
-            KV_WS_T(tw1);
-            KV_WS_ADD(threadIdx.x == 0, 14, tw1 - tw0); /* the producer's waits for a free K stage */
-            const uint32_t dst = sK + st * CF::KV_BYTES + my_dst;
+            kv_mbar_wait(kv_smem_u32(&empty[st]), ((g / NST) & 1) ^ 1);
+            KV_WS_ADD(threadIdx.x == 0, wait_slot, KV_WS_CLK_NOW() - tw0); /* the producer's waits for a free stage */
+            const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
 #pragma unroll
             for (int k = 0; k < BN / RSTEP; k++)
-                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][my_row + k * RSTEP] & ch_mask, my_ch * 16);
-            kv_mbar_arrive_cp_async(kv_smem_u32(&bars->full_k[st]));
+                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+            kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
+        };
+        if (t < n_kt) { /* K_t */
+            copy_tile(bars->empty_k, bars->full_k, KS, sK, gp + t, 0, 14);
             KV_WS_ADD(threadIdx.x == 0 && t == 0, 13, KV_WS_CLK_NOW() - tp0); /* item to K_0's copies issued */
         }
-        if (t >= 1) { /* V_{t-1} */
-            const uint32_t g = gp + t - 1, st = g % VS;
-            KV_WS_T(tw2);
-            kv_mbar_wait(kv_smem_u32(&bars->empty_v[st]), ((g / VS) & 1) ^ 1);
-            KV_WS_T(tw3);
-            KV_WS_ADD(threadIdx.x == 0, 15, tw3 - tw2); /* the producer's waits for a free V stage */
-            const uint32_t dst = sV + st * CF::KV_BYTES + my_dst;
-#pragma unroll
-            for (int k = 0; k < BN / RSTEP; k++)
-                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][BN + my_row + k * RSTEP] & ch_mask, my_ch * 16);
-            kv_mbar_arrive_cp_async(kv_smem_u32(&bars->full_v[st]));
-        }
+        if (t >= 1) copy_tile(bars->empty_v, bars->full_v, VS, sV, gp + t - 1, BN, 15); /* V_{t-1} */
     }
     gp += n_kt;
 }
