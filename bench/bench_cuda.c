@@ -544,7 +544,8 @@ int main(int argc, char **argv) {
     printf("%-10s %-12s %10s %9s %9s %9s %9s %7s %8s %s\n", "B x L", "layout", "us", "TB/s", "of read", "b2b us",
            "of read", "host us", "FA2", "check");
     if (g_md) {
-        fprintf(g_md, "### Decode (one query per sequence; bytes = K and V read once)\n\n");
+        fprintf(g_md, "### Decode (one query per sequence; bytes = K and V read once%s)\n\n",
+                app ? "; each step appends its token first (KVATTN_BENCH_APPEND)" : "");
         fprintf(g_md, "Isolated: events around one call with the stream drained before it (the GPU also waits for the "
                       "host to enqueue the call's kernels). Back-to-back: %d calls enqueued without a sync, time per "
                       "call (the host runs ahead, as in a generation loop or a CUDA graph). Host: time for "
