@@ -299,11 +299,12 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
      * decode kernel's tail. The inflight step of PERF.md (60 decodes + 4 prompts of 512): 348.5 -> 338.8 us in
      * bench_cuda (thirty-first session, attn_notes.md); before, the prompts ran first and the decode kernel's long
      * items (up to a whole cache) formed the call's tail. A varlen call without decode items pays the empty decode
-     * kernel's start (~3 us measured at 4 prompts of 512: +3.7%). A varlen call with no more query rows than sequences (a decode step) also starts early
-     * (kv_attn_early). Fixed-length calls with more than KV_DECODE_ROWS rows per sequence have no decode items:
-     * prefill kernel first. The second kernel of either order does not wait for the first (see kv_attn_kernel). */
+     * kernel's start (~3 us measured at 4 prompts of 512: +3.7%). A varlen call with no more query rows than
+     * sequences (a decode step, attn_decode_first) also starts early (kv_attn_early). Fixed-length calls with more
+     * than KV_DECODE_ROWS rows per sequence have no decode items: prefill kernel first. The second kernel of either
+     * order does not wait for the first (see kv_attn_kernel). */
     const bool both = attn_max_rows(p) > KV_DECODE_ROWS;
-    bool decode_first = attn_decode_first(p, dev) || (both && dev->overlap && p->cu_seqlens_q);
+    bool decode_first = both && dev->overlap && p->cu_seqlens_q; /* (includes every attn_decode_first call) */
 #ifdef KVATTN_DEV_VARIANTS
     if (kv_attn_dev_order == 1 && both && dev->overlap) decode_first = true;
     if (kv_attn_dev_order == 2 && !attn_decode_first(p, dev)) decode_first = false;
