@@ -752,6 +752,7 @@ int main(int argc, char **argv) {
     g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
     g_dev.overlap = g_dev.pdl && !getenv("KVATTN_NO_OVERLAP");
     g_dev.early = !getenv("KVATTN_NO_EARLY"); /* with KVATTN_TL_FUSED and no append (kv_attn_early) */
+    g_dev.early_append = 0; /* (its caches hold the new rows already: no append to run) */
     g_dev.lean = !getenv("KVATTN_NO_LEAN"); /* the scheduler's lean path (KV_LEAN_SCHED) */
     {
         int major = 0, minor = 0;

@@ -242,16 +242,18 @@ static void run_large_batch_case(int dtype) {
     kvt_problem_free(&P);
 }
 
-/* A decode step without an append (no new tokens): the decode kernel then starts before the scheduler's page
- * checks end and writes a sequence's output only once its check verdict is final (early start, attn.cu
- * kv_attn_early). shape 0: four one-query sequences (decode kernel alone); 1: five (decode-first order, the
+/* A decode step without an append (no new tokens), or (app) one that appends without rotary: the decode kernel
+ * then starts before the scheduler's page checks end and writes a sequence's output only once its check verdict
+ * is final (early start, attn.cu kv_attn_early); with app, the decode items read the new keys from k_new / v_new
+ * while the scheduler stores them, and the victim's cache must stay untouched. shape 0: four one-query sequences
+ * (decode kernel alone); 1: five (decode-first order, the
  * prefill kernel after it with an empty list); 2: twelve, the first with 5 queries (20 packed rows: a prefill
  * item, computed by the prefill kernel of the decode-first order; the victim of every first repetition), four
  * with no query; 3: 48 sequences, one query each but every seventh without (the scheduler's lean path with both
  * of its warps holding sequences), and in the second repetition sequence 40 with 5 queries (a prefill tile in the
  * second warp: the general passes). Long caches are split into pieces (the merge of the victim's pieces must write
  * nothing), short ones are one item each. */
-static void run_nonew_case(int kind, int shape, int dtype, int rep) {
+static void run_nonew_case(int kind, int shape, int dtype, int rep, int app) {
     enum { BM = 48 };
     static const int nbat[4] = {4, 5, 12, 48};
     const int B = nbat[shape];
@@ -259,7 +261,9 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep) {
     for (int b = 0; b < B; b++) {
         if (shape == 3) n_q[b] = b == 40 && rep == 1 ? 5 : b % 7 == 6 ? 0 : 1;
         else n_q[b] = shape == 2 ? (b == 0 ? 5 : b < 8 ? 1 : 0) : 1;
-        n_new[b] = 0;
+        /* app: each sequence appends its queries' tokens, and every other one without a query one token (a
+         * decode step that appends starts early too: the scheduler appends, kv_sched_append) */
+        n_new[b] = app ? (n_q[b] > 0 ? n_q[b] : b & 1) : 0;
         S[b] = kvt_randint(0, 1) ? kvt_randint(2000, 4000) : kvt_randint(5, 700);
     }
     int victim = kvt_randint(shape == 3 && rep == 0 ? 32 : 0, B - 1); /* shape 3, lean: in the second warp */
@@ -268,20 +272,21 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep) {
         victim = 0;
         S[0] = kvt_randint(2000, 4000);
     }
-    kvt_case_begin("no append (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s", B,
-                   bad_name[kind], victim, S[victim], n_q[victim], dtype == KVATTN_BF16 ? "bf16" : "fp16");
+    kvt_case_begin("%s (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s",
+                   app ? "decode step that appends" : "no append", B, bad_name[kind], victim, S[victim], n_q[victim],
+                   dtype == KVATTN_BF16 ? "bf16" : "fp16");
     cu_spec sp = batch_spec(dtype, B, n_q, n_new, S);
     kvt_problem P;
     cu_build(&P, &sp);
     kvattn_params *p = &P.ph;
     int32_t *bt = P.block_table.host;
-    const int last_slot = (S[victim] - 1) / p->page_size;
+    const int last_slot = (S[victim] + n_new[victim] - 1) / p->page_size; /* (with app: the appended row's page) */
     int flag = 0;
     switch (kind) {
     case BAD_PAGE_PAST: bt[(int64_t)victim * p->max_pages_per_seq + last_slot] = p->num_pages; flag = KVATTN_FLAG_PAGE_INDEX; break;
     case BAD_PAGE_NEG: bt[(int64_t)victim * p->max_pages_per_seq + last_slot / 2] = -3; flag = KVATTN_FLAG_PAGE_INDEX; break;
     case BAD_CAPACITY:
-        ((int32_t *)P.seqlens.host)[victim] = p->max_pages_per_seq * p->page_size + 1;
+        ((int32_t *)P.seqlens.host)[victim] = p->max_pages_per_seq * p->page_size - n_new[victim] + 1;
         flag = KVATTN_FLAG_CAPACITY;
         break;
     default: break;
@@ -300,7 +305,7 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep) {
 int main(void) {
     kvt_init("test_cuda_bad_data");
     static const int nonew_kinds[4] = {BAD_NONE, BAD_PAGE_PAST, BAD_PAGE_NEG, BAD_CAPACITY};
-    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 4 * 2 * 2;
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 4 * 2 * 2 * 2;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
@@ -321,6 +326,7 @@ int main(void) {
     for (int k = 0; k < 4; k++)
         for (int shape = 0; shape < 4; shape++)
             for (int d = 0; d < 2; d++)
-                for (int rep = 0; rep < 2; rep++) run_nonew_case(nonew_kinds[k], shape, dtypes[d], rep);
+                for (int rep = 0; rep < 2; rep++)
+                    for (int app = 0; app < 2; app++) run_nonew_case(nonew_kinds[k], shape, dtypes[d], rep, app);
     return kvt_finish();
 }

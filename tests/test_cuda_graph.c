@@ -2,7 +2,9 @@
  * global capture mode, so any sync or legacy-stream use inside kvattn_forward fails the capture) and replayed
  * with new cache_seqlens, block tables, queries and new tokens of the same shapes, updated by cudaMemcpy
  * before each replay (outside the graph). Each replay is checked against the float64 reference: out, lse and
- * both caches. Paged (page 16, reshuffled pool every replay) and contiguous. */
+ * both caches. Paged (page 16, reshuffled pool every replay) and contiguous; with rotary (the append kernel, then
+ * the attention) and without (the early start: the decode kernel reads the new rows from k_new / v_new while the
+ * scheduler stores them, attn.cu kv_attn_early). */
 #include "test_cuda_common.h"
 
 #define NB 8
@@ -39,8 +41,9 @@ static void check_out(const kvt_problem *P, const double *oref, const double *lr
     free(l);
 }
 
-static void graph_case(int paged, int dtype) {
-    kvt_case_begin("graph replay, %s, %s", paged ? "paged 16" : "contiguous", dtype == KVATTN_BF16 ? "bf16" : "fp16");
+static void graph_case(int paged, int dtype, int rotary) {
+    kvt_case_begin("graph replay, %s, %s, %s", paged ? "paged 16" : "contiguous", dtype == KVATTN_BF16 ? "bf16" : "fp16",
+                   rotary ? "rotary" : "no rotary");
     int n_q[NB], n_new[NB], S[NB];
     for (int b = 0; b < NB; b++) {
         n_q[b] = n_new[b] = 1;
@@ -54,7 +57,7 @@ static void graph_case(int paged, int dtype) {
     sp.S = S;
     sp.paged = paged;
     sp.extra_pages = 16;
-    sp.rotary_dim = 128;
+    sp.rotary_dim = rotary ? 128 : 0;
     sp.rotary_interleaved = 0;
     kvt_problem P;
     cu_build(&P, &sp);
@@ -157,12 +160,14 @@ done:
 
 int main(void) {
     kvt_init("test_cuda_graph");
-    if (!cu_gpu_or_skip(4)) return kvt_finish();
+    if (!cu_gpu_or_skip(8)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
-    graph_case(1, KVATTN_BF16);
-    graph_case(0, KVATTN_BF16);
-    graph_case(1, KVATTN_F16);
-    graph_case(0, KVATTN_F16);
+    for (int rotary = 1; rotary >= 0; rotary--) {
+        graph_case(1, KVATTN_BF16, rotary);
+        graph_case(0, KVATTN_BF16, rotary);
+        graph_case(1, KVATTN_F16, rotary);
+        graph_case(0, KVATTN_F16, rotary);
+    }
 #endif
     return kvt_finish();
 }

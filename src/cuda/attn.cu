@@ -187,7 +187,9 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
 /* Blocks per SM of one attention kernel, after raising its smem limit once per device (both are host-side
  * attribute calls, no synchronization). One cache per kernel instantiation (the template arguments). */
 #define KV_MAX_DEVICES 64
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false>
+/* head dims whose decode steps may append early (kv_attn_early): DP 32's APPEND kernel spilled 64 bytes */
+#define KV_APPEND_MIN_DP 64
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
     /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
      * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
@@ -196,11 +198,11 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
     if (have > 0) { *blocks = have; return KVATTN_OK; }
-    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF>,
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int n = 0;
     KV_CUDA_CHECK_RET(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF>, KV_THREADS,
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND>, KV_THREADS,
                                                       smem));
     if (n < 1) n = 1;
     if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
@@ -268,13 +270,23 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NSD, true, true>(dev, pl->smem_dec, &per_early);
     int per_self = 1; /* (its smem attribute; launched on the early kernel's grid, which the plans assume) */
     if (st == KVATTN_OK) st = attn_blocks_per_sm<T, DP, NSD, true, true, true>(dev, pl->smem_dec, &per_self);
+    /* a decode step that appends and starts early (kv_attn_early, DP >= KV_APPEND_MIN_DP) runs the APPEND
+     * instantiations, so that the others keep their code (their tile loop's SASS) */
+    const bool app = DP >= KV_APPEND_MIN_DP && args && (args->no_wait & KV_EARLY_START) && kv_new_rows(p) > 0;
+    int per_app = 1, per_app_self = 1; /* (per_app_self: its smem attribute, as per_self) */
+    if constexpr (DP >= KV_APPEND_MIN_DP) {
+        if (st == KVATTN_OK && (app || mode < 0)) /* (prepare, mode -1: args NULL) */
+            st = attn_blocks_per_sm<T, DP, NSD, true, true, false, true>(dev, pl->smem_dec, &per_app);
+        if (st == KVATTN_OK && (app || mode < 0))
+            st = attn_blocks_per_sm<T, DP, NSD, true, true, true, true>(dev, pl->smem_dec, &per_app_self);
+    }
     if (st == KVATTN_OK && !pl->sm90) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
     if (st == KVATTN_OK && pl->sm90) st = launch_sm90<T>(pl->pdp, p, NULL, kv_item_list(), dev, stream);
     if (st != KVATTN_OK || mode < 0) return st;
     kv_attn_args a = *args;
     const int32_t early = a.no_wait & KV_EARLY_START; /* set by the caller (kv_attn_early): scheduler and decode */
     const int32_t lean = a.no_wait & KV_LEAN_SCHED;   /* (attn_no_wait): scheduler and early decode kernel */
-    if (early) per_dec = per_early; /* the grid the scheduler splits for is the early kernel's */
+    if (early) per_dec = app ? per_app : per_early; /* the grid the scheduler splits for is the early kernel's */
     a.grid_ctas = dev->num_sms * per_dec;
     a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
 #ifdef KVATTN_DEV_VARIANTS
@@ -284,7 +296,13 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
-        if (a.no_wait & KV_LEAN_SCHED)
+        if ((a.no_wait & KV_LEAN_SCHED) && app) /* (APPEND: the scheduler stores the new rows) */
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true, true>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        else if (app)
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false, true>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        else if (a.no_wait & KV_LEAN_SCHED)
             KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true>, 1, KV_SCHED_THREADS, 0, stream,
                                         a.fused_check ? 0 : dev->pdl, *p, a));
         else
@@ -324,6 +342,17 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     };
     auto launch_decode = [&](int32_t no_wait) -> int {
         a.no_wait = no_wait | early | lean;
+        if constexpr (DP >= KV_APPEND_MIN_DP) {
+            if (early && app) { /* (app implies early) */
+                if (lean)
+                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true, true>, a.grid_ctas,
+                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
+                else
+                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, false, true>, a.grid_ctas,
+                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
+                return KVATTN_OK;
+            }
+        }
         if (early && lean) /* its first item from its own lean plan (kv_attn_kernel) */
             KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true>, a.grid_ctas, KV_THREADS,
                                         pl->smem_dec, stream, dev->pdl, *p, a));
@@ -454,16 +483,36 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
     return attn_fast(p, &pl, dev) ? 1 : 0;
 }
 
-/* Early start (KV_EARLY_START): a call whose checks the scheduler runs (fused), that appends nothing and runs the
- * decode kernel first (only decode items, or the decode-first order of launch_fast) lets the decode kernel start
- * on the scheduler's items_ready flag, before the scheduler's page-slot pass and finalize step. A sequence's
- * output is then written only once its seq_ok is final (decode items gate their writes; the prefill items of a
- * failed sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the
- * decode kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5 for 16384: attn_notes.md). With an
- * append kernel the attention must wait for it, and it for every check, so those calls keep the plain order. */
+/* Early start (KV_EARLY_START): a call whose checks the scheduler runs (fused) and that runs the decode kernel
+ * first (only decode items, or the decode-first order of launch_fast) lets the decode kernel start on the
+ * scheduler's items_ready flag, before the scheduler's page-slot pass and finalize step. A sequence's output is
+ * then written only once its seq_ok is final (decode items gate their writes; the prefill items of a failed
+ * sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the decode
+ * kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5 for 16384: attn_notes.md).
+ * A call that appends starts early only when it has no rotary, head_dim > 32, 16-byte aligned k_new / v_new rows
+ * and at most KV_SCHED_APPEND_UNITS (new row, kv head) units. Then there is no append kernel: the decode items read
+ * their new keys from k_new / v_new (the bits the cache will hold: without rotary the append copies), so no
+ * attention item waits for a store, and the scheduler stores the rows of the ok sequences while the decode kernel
+ * runs (kv_sched_append, attn_kernels.cuh), before sched_done, on which the prefill items of a decode-first call
+ * start. So a row that one sequence appends and another reads in the same call (shared pages or cache rows) may be
+ * read before or after its store (docs/DECISIONS.md). The scheduler is one block: a larger append keeps the append
+ * kernel, and so does rotary (the append kernel must wait for every check, and the attention for it). Measured
+ * against that plain order (attn_notes.md, thirty-fourth session): back to back 14% faster at 8x8192, up to 31% at
+ * 16x512, no eligible shape slower beyond noise. */
+#define KV_SCHED_APPEND_UNITS 1024
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
     if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
-    return kv_new_rows(p) == 0 && (attn_max_rows(p) <= KV_DECODE_ROWS || attn_decode_first(p, dev)) ? 1 : 0;
+    if (!(attn_max_rows(p) <= KV_DECODE_ROWS || attn_decode_first(p, dev))) return 0;
+    if (kv_new_rows(p) == 0) return 1;
+    int dp = 0, ns = 0; /* (the APPEND kernels exist for DP >= KV_APPEND_MIN_DP) */
+    if (!attn_variant(p->head_dim, &dp, &ns) || dp < KV_APPEND_MIN_DP) return 0;
+    const uintptr_t mis = ((uintptr_t)p->k_new | (uintptr_t)p->v_new) & 15;
+    const int64_t bs = p->cu_seqlens_knew ? 0 : p->knew_batch_stride | p->vnew_batch_stride; /* (varlen: unused) */
+    const int64_t s8 = bs | p->knew_row_stride | p->knew_head_stride | p->vnew_row_stride | p->vnew_head_stride;
+    return dev->early_append && !p->rotary_cos && mis == 0 && (s8 & 7) == 0 &&
+                   kv_new_rows(p) * p->num_kv_heads <= KV_SCHED_APPEND_UNITS
+               ? 1
+               : 0;
 }
 
 int kv_attn_launch_prologue(const kvattn_params *p, int8_t *seq_ok, kvattn_device_status *status, void *attn_ws,

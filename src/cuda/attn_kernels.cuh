@@ -40,6 +40,15 @@
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
+/* mutants for the tests of the early append (kv_sched_append): KV_DEV_NO_SCHED_APPEND=1 leaves the new rows
+ * unstored; KV_DEV_NEW_FROM_CACHE=1 makes the decode items read them from the cache (racing with their stores)
+ * instead of k_new / v_new. Both must fail test_grid and test_cuda_bad_data. */
+#ifndef KV_DEV_NO_SCHED_APPEND
+#define KV_DEV_NO_SCHED_APPEND 0
+#endif
+#ifndef KV_DEV_NEW_FROM_CACHE
+#define KV_DEV_NEW_FROM_CACHE 0
+#endif
 #define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
 static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a thread at most two sequences");
 #define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
@@ -711,7 +720,61 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
  * Early start (KV_EARLY_START, kv_attn_early): -1 and 0 move after 3. Steps 1 - 3 use the per-sequence checks
  * alone, the lists are released on items_ready (the decode kernel starts on it), then the page-slot pass and the
  * finalize step run, the prefill items of failed sequences are emptied, and sched_done is released. */
-template <bool LEAN>
+/* An early-start decode step that appends (kv_attn_early: no rotary, 16-byte rows of k_new and v_new) has no
+ * append kernel, and no attention item waits for a store. The decode items read the new keys [S - L,
+ * S - L + n_new) of their range from k_new / v_new themselves (tile_row_address: the bits the cache will hold,
+ * since without rotary the append copies). The scheduler stores every new row of the ok sequences after the
+ * finalize step, before sched_done (kv_sched_append), while the decode kernel runs; the prefill items of a
+ * decode-first call start on sched_done and read the cache. A warp per sequence, lanes over (row, kv head,
+ * 16-byte chunk), KV_SCHED_APPEND_ILP loads in flight per lane before their stores (4 spilled: the scheduler has
+ * 64 registers per thread). Earlier forms, in which attention items stored rows or waited for them, were slower
+ * (dev/experiments/v84, v85). */
+#define KV_SCHED_APPEND_ILP 2
+template <typename T>
+static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, const int8_t *ok, int B) {
+    const int Hk = p.num_kv_heads, chunks = p.head_dim / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
+    const int nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int varlen = p.cu_seqlens_knew != NULL;
+    for (int b = warp; b < B; b += nwarps) {
+        if (!ok[b]) continue;
+        const kv_seq s = kv_seq_get(&p, b);
+        if (s.n_new <= 0) continue;
+        const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+        const int32_t per_row = Hk * chunks, tasks = s.n_new * per_row;
+        for (int32_t t0 = lane; t0 < tasks; t0 += 32 * KV_SCHED_APPEND_ILP) {
+            uint4 kx[KV_SCHED_APPEND_ILP], vx[KV_SCHED_APPEND_ILP];
+            int64_t ko[KV_SCHED_APPEND_ILP], vo[KV_SCHED_APPEND_ILP];
+#pragma unroll
+            for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
+                const int32_t task = t0 + u * 32;
+                ko[u] = vo[u] = -1;
+                if (task >= tasks) continue;
+                const int32_t t = task / per_row, rem = task - t * per_row, kvh = rem / chunks;
+                const int c0 = (rem - kvh * chunks) * 8;
+                const int32_t pos = s.S + t;
+                kx[u] = *(const uint4 *)((const T *)p.k_new + kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride,
+                                                                          p.knew_row_stride) +
+                                         (int64_t)kvh * p.knew_head_stride + c0);
+                vx[u] = *(const uint4 *)((const T *)p.v_new + kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride,
+                                                                          p.vnew_row_stride) +
+                                         (int64_t)kvh * p.vnew_head_stride + c0);
+                ko[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.k_batch_stride, p.k_row_stride, p.k_head_stride);
+                vo[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
+                if (ko[u] >= 0) ko[u] += c0;
+                if (vo[u] >= 0) vo[u] += c0;
+            }
+#pragma unroll
+            for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
+                if (ko[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.k_cache + ko[u]) = kx[u];
+                if (vo[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.v_cache + vo[u]) = vx[u];
+            }
+        }
+    }
+}
+
+/* APPEND: an early-start call that appends (kv_sched_append); its own instantiation, so that the other calls'
+ * scheduler keeps its code */
+template <bool LEAN, bool APPEND = false>
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
@@ -1140,6 +1203,10 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             it->khi = it->klo;
             if (it->comb >= 0) a.combine[it->comb].nrows = 0;
         }
+        if (APPEND) { /* this call's append (kv_attn_early); every thread's stores before thread 0's fence */
+            if (p.dtype == KVATTN_BF16) kv_sched_append<__nv_bfloat16>(p, s_ok, B);
+            else kv_sched_append<__half>(p, s_ok, B);
+        }
         __syncthreads();
         if (tid == 0) {
             __threadfence();
@@ -1269,7 +1336,7 @@ template <int DP>
 static __device__ __forceinline__ int kv_part_pitch(const kv_attn_args &a) {
     return kv_sm90_dp(DP) > DP ? a.dp : DP;
 }
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool APPEND = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
@@ -1326,6 +1393,19 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         int32_t first_pages[NS + 1];
 #pragma unroll
         for (int st = 0; st <= NS; st++) first_pages[st] = page_read(kt_begin + st);
+        /* APPEND: an early step that appends reads the new keys from k_new / v_new (tile_row_address): this
+         * thread's row 0 of them (byte address) and the bytes per new row; key index nb0 = S - L is new row 0 */
+        uint64_t n_row0 = 0;
+        int64_t n_rstride = 0;
+        const int32_t nb0 = s.S - s.L;
+        if constexpr (APPEND) {
+            const bool v = owhich != 0;
+            const int64_t bst = v ? p.vnew_batch_stride : p.knew_batch_stride, rst = v ? p.vnew_row_stride : p.knew_row_stride;
+            n_row0 = (uint64_t)((const T *)(v ? p.v_new : p.k_new) +
+                                kv_row_offset(p.cu_seqlens_knew != NULL, b, s.new_row0, 0, bst, rst) +
+                                (int64_t)kvh * (v ? p.vnew_head_stride : p.knew_head_stride));
+            n_rstride = rst * (int64_t)sizeof(T);
+        }
 
         /* 1. Q tile (KV_DECODE_QASYNC: by cp.async, waited for after the prologue's copies are issued) */
         const bool q_async = DECODE && KV_DECODE_QASYNC && !p.rotary_cos && !(STRIP & 16);
@@ -1363,6 +1443,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
         auto tile_row_address = [&](int32_t kt, int32_t page) -> uint64_t {
             const int32_t j = kt * KV_BN + orr;
+            if (APPEND && !KV_DEV_NEW_FROM_CACHE && j >= nb0) /* a new key: its k_new / v_new row */
+                return kt < kt_end && j >= it.klo && j < it.khi ? n_row0 + (uint64_t)((int64_t)(j - nb0) * n_rstride) : 0;
             return kt < kt_end && j >= it.klo && j < it.khi ? ra.addr(s.L + j, page) : 0;
         };
         auto row_address = [&](int32_t kt, int slot, int32_t page) -> uint64_t {
@@ -1976,9 +2058,10 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
 /* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys
  * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
  * path gets its own register allocation. */
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     static_assert(DECODE || !EARLY, "early start: decode kernel only");
+    static_assert(EARLY || !APPEND, "the early kernel of a call that appends: early start only");
     static_assert(EARLY || !SELF, "the first item from the lean plan: early start only");
     extern __shared__ __align__(128) unsigned char kv_smem_raw[]; /* (swizzled stages: 128-byte aligned rows) */
     __shared__ __align__(16) uint64_t s_addr[NS][KV_BN][2]; /* global addresses of the K, V rows of tiles in flight */
@@ -2107,7 +2190,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         const kv_item it = kv_item_ldcg(list, idx);
         const unsigned long long t_item = KV_TL_NOW();
         (void)t_item;
-        kv_attn_item<T, DP, NS, DECODE, EARLY>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
+        kv_attn_item<T, DP, NS, DECODE, EARLY, APPEND>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
         const unsigned long long t_end = KV_TL_NOW(); /* timeline builds: the item's end, for the tail to its merge */
         (void)t_end;

@@ -47,6 +47,7 @@ int kv_device_info_get(kv_device_info *info) {
     d.pdl = major >= 9 && !env_on("KVATTN_NO_PDL");
     d.overlap = d.pdl && !env_on("KVATTN_NO_OVERLAP");
     d.early = !env_on("KVATTN_NO_EARLY");
+    d.early_append = !env_on("KVATTN_NO_EARLY_APPEND");
     d.lean = !env_on("KVATTN_NO_LEAN");
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
@@ -93,6 +94,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.pdl = 0;
         dev.overlap = 0;
         dev.early = 0;
+        dev.early_append = 0;
         dev.lean = 0;
         dev.sm90 = 0;
     }
@@ -341,7 +343,7 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
 
     /* (3) append the new tokens of the ok sequences */
     const int64_t new_rows = kv_new_rows(p);
-    if (new_rows > 0 && p->num_kv_heads > 0) {
+    if (new_rows > 0 && p->num_kv_heads > 0 && !kv_attn_early(p, &dev, fused)) { /* (early: the scheduler appends) */
         const int chunks = (p->head_dim + 7) / 8;
         const int units_per_block = KV_APPEND_THREADS / chunks;
         const int64_t units = new_rows * p->num_kv_heads;

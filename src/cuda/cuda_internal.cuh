@@ -30,7 +30,8 @@ typedef struct kv_device_info {
     int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
     int overlap;        /* pdl, and KVATTN_NO_OVERLAP unset: a step's decode kernel runs alongside its prefill
                          * kernel (see kv_attn_kernel) */
-    int early;          /* KVATTN_NO_EARLY unset: decode steps without an append may start early (kv_attn_early) */
+    int early;          /* KVATTN_NO_EARLY unset: decode steps may start early (kv_attn_early) */
+    int early_append;   /* KVATTN_NO_EARLY_APPEND unset: so may decode steps with a small append (kv_attn_early) */
     int lean;           /* KVATTN_NO_LEAN unset: early decode steps of few sequences take the scheduler's lean
                          * path (KV_LEAN_SCHED, attn_kernels.cuh) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */

@@ -475,7 +475,8 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
 
 /* The cache after the call must equal the reference's bytewise, except that appended k elements may differ by
  * one rounding (rotary in fp32 vs double): |got - exact| <= ulp + 8 * 2^-24 * (|x cos| + |y sin|). `expect` is
- * the reference's cache after its append; ph points at the host tensors (k_new etc.). */
+ * the reference's cache after its append; ph points at the host tensors (k_new etc.). A mismatch is reported as
+ * an appended element or one that must be untouched (both caches: `app` marks the appended elements). */
 static void check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
                         int skip_seq, const unsigned char *skip_mask, int appended, int64_t view_offset) {
     if (memcmp(expect, got, bytes) == 0) return;
@@ -483,24 +484,32 @@ static void check_cache(const kvattn_params *ph, int which, const void *expect, 
     const char *name = which ? "v_cache" : "k_cache";
     size_t n = bytes / es;
     double *exact = NULL, *tol = NULL;
-    if (which == 0 && ph->k_new && appended) {
+    unsigned char *app = NULL;
+    if (ph->k_new && appended) {
         exact = calloc(n, sizeof(double));
         tol = calloc(n, sizeof(double));
+        app = calloc(n, 1);
+        const void *src = which ? ph->v_new : ph->k_new;
+        const int64_t bst = which ? ph->vnew_batch_stride : ph->knew_batch_stride;
+        const int64_t rst = which ? ph->vnew_row_stride : ph->knew_row_stride;
+        const int64_t hst = which ? ph->vnew_head_stride : ph->knew_head_stride;
         for (int b = 0; b < ph->batch; b++) {
             if (seq_skipped(b, skip_seq, skip_mask)) continue;
             kvref_seq s = kvref_seq_of(ph, b);
             for (int32_t t = 0; t < s.n_new; t++)
                 for (int kh = 0; kh < ph->num_kv_heads; kh++) {
-                    int64_t o = kvref_cache_offset(ph, b, s.S + t, kh, 0);
-                    int64_t ro = (ph->cu_seqlens_knew ? (int64_t)(s.new_row0 + t) * ph->knew_row_stride
-                                                      : (int64_t)b * ph->knew_batch_stride + (int64_t)t * ph->knew_row_stride) +
-                                 (int64_t)kh * ph->knew_head_stride;
-                    const char *row = (const char *)ph->k_new + ro * es;
+                    int64_t o = kvref_cache_offset(ph, b, s.S + t, kh, which);
+                    int64_t ro = (ph->cu_seqlens_knew ? (int64_t)(s.new_row0 + t) * rst
+                                                      : (int64_t)b * bst + (int64_t)t * rst) +
+                                 (int64_t)kh * hst;
+                    const char *row = (const char *)src + ro * es;
                     for (int c = 0; c < D; c++) {
-                        double mag;
-                        double x = kvref_rope_channel(ph, row, c, s.S + t, &mag);
                         int64_t e = o < 0 ? -1 : o + view_offset + c; /* element in the whole allocation */
                         if (e < 0 || (size_t)e >= n) continue;
+                        app[e] = 1;
+                        if (which) continue; /* values are copied: bitwise */
+                        double mag;
+                        double x = kvref_rope_channel(ph, row, c, s.S + t, &mag);
                         exact[e] = x;
                         tol[e] = kvref_ulp(dt, x) + 8 * ldexp(1.0, -24) * mag;
                     }
@@ -514,11 +523,12 @@ static void check_cache(const kvattn_params *ph, int which, const void *expect, 
         if (tol && tol[e] > 0 && fabs(g - exact[e]) <= tol[e]) continue;
         if (bad++ < 3)
             kvt_failf("%s: element %zu is %.8g, want %.8g%s", name, e, g, kvref_load(dt, expect, e),
-                      tol && tol[e] > 0 ? " (appended)" : " (not an appended element: must be untouched)");
+                      app && app[e] ? " (appended)" : " (not an appended element: must be untouched)");
     }
     if (bad > 3) kvt_failf("%s: %zu elements differ", name, bad);
     free(exact);
     free(tol);
+    free(app);
 }
 
 void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
