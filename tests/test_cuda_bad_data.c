@@ -258,12 +258,14 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep, int app) {
     static const int nbat[4] = {4, 5, 12, 48};
     const int B = nbat[shape];
     int n_q[BM], n_new[BM], S[BM];
+    /* app: each sequence appends its queries' tokens, every other one without a query one token, and sequence
+     * `big` 17 - 90 (more tasks than one scheduler warp takes: the whole block stores it, kv_sched_append; its new
+     * keys span up to three KV tiles, read from k_new / v_new) */
+    const int big = kvt_randint(0, B - 1);
     for (int b = 0; b < B; b++) {
         if (shape == 3) n_q[b] = b == 40 && rep == 1 ? 5 : b % 7 == 6 ? 0 : 1;
         else n_q[b] = shape == 2 ? (b == 0 ? 5 : b < 8 ? 1 : 0) : 1;
-        /* app: each sequence appends its queries' tokens, and every other one without a query one token (a
-         * decode step that appends starts early too: the scheduler appends, kv_sched_append) */
-        n_new[b] = app ? (n_q[b] > 0 ? n_q[b] : b & 1) : 0;
+        n_new[b] = !app ? 0 : b == big ? kvt_randint(17, 90) : n_q[b] > 0 ? n_q[b] : b & 1;
         S[b] = kvt_randint(0, 1) ? kvt_randint(2000, 4000) : kvt_randint(5, 700);
     }
     int victim = kvt_randint(shape == 3 && rep == 0 ? 32 : 0, B - 1); /* shape 3, lean: in the second warp */

@@ -725,50 +725,81 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
  * S - L + n_new) of their range from k_new / v_new themselves (tile_row_address: the bits the cache will hold,
  * since without rotary the append copies). The scheduler stores every new row of the ok sequences after the
  * finalize step, before sched_done (kv_sched_append), while the decode kernel runs; the prefill items of a
- * decode-first call start on sched_done and read the cache. A warp per sequence, lanes over (row, kv head,
- * 16-byte chunk), KV_SCHED_APPEND_ILP loads in flight per lane before their stores (4 spilled: the scheduler has
- * 64 registers per thread). Earlier forms, in which attention items stored rows or waited for them, were slower
- * (dev/experiments/v84, v85). */
+ * decode-first call start on sched_done and read the cache. Earlier forms, in which attention items stored rows
+ * or waited for them, were slower (dev/experiments/v84, v85).
+ * kv_append_tasks: tasks (new row, kv head, 16-byte chunk) first, first + step, ... of sequence b, with
+ * KV_SCHED_APPEND_ILP loads in flight per thread before their stores (4 spilled: the scheduler has 64 registers
+ * per thread). kv_sched_append: a warp per sequence; a sequence of more than KV_SCHED_APPEND_WARP_TASKS tasks is
+ * stored by the whole block afterwards (one warp would take ~1 us per 64 tasks: a 128-row append at 8 kv heads,
+ * 16384 tasks, ~250 us). kv_attn_early allows 1024 (row, kv head) units, so at most 1024 / (512 / chunks) = 2 x
+ * chunks <= 64 sequences are that large (KV_SCHED_APPEND_BIG; past it, a warp stores its sequence itself). */
 #define KV_SCHED_APPEND_ILP 2
+#define KV_SCHED_APPEND_WARP_TASKS 512
+#define KV_SCHED_APPEND_BIG 64
+template <typename T>
+static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, const kv_seq &s, int b,
+                                                       int32_t first, int32_t step) {
+    const int Hk = p.num_kv_heads, chunks = p.head_dim / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
+    const int varlen = p.cu_seqlens_knew != NULL;
+    const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
+    const int32_t per_row = Hk * chunks, tasks = s.n_new * per_row;
+    for (int32_t t0 = first; t0 < tasks; t0 += step * KV_SCHED_APPEND_ILP) {
+        uint4 kx[KV_SCHED_APPEND_ILP], vx[KV_SCHED_APPEND_ILP];
+        int64_t ko[KV_SCHED_APPEND_ILP], vo[KV_SCHED_APPEND_ILP];
+#pragma unroll
+        for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
+            const int32_t task = t0 + u * step;
+            ko[u] = vo[u] = -1;
+            if (task >= tasks) continue;
+            const int32_t t = task / per_row, rem = task - t * per_row, kvh = rem / chunks;
+            const int c0 = (rem - kvh * chunks) * 8;
+            const int32_t pos = s.S + t;
+            kx[u] = *(const uint4 *)((const T *)p.k_new +
+                                     kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride, p.knew_row_stride) +
+                                     (int64_t)kvh * p.knew_head_stride + c0);
+            vx[u] = *(const uint4 *)((const T *)p.v_new +
+                                     kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride, p.vnew_row_stride) +
+                                     (int64_t)kvh * p.vnew_head_stride + c0);
+            ko[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.k_batch_stride, p.k_row_stride, p.k_head_stride);
+            vo[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
+            if (ko[u] >= 0) ko[u] += c0;
+            if (vo[u] >= 0) vo[u] += c0;
+        }
+#pragma unroll
+        for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
+            if (ko[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.k_cache + ko[u]) = kx[u];
+            if (vo[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.v_cache + vo[u]) = vx[u];
+        }
+    }
+}
+/* every thread of the block, in block-uniform flow (it has block barriers) */
 template <typename T>
 static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, const int8_t *ok, int B) {
-    const int Hk = p.num_kv_heads, chunks = p.head_dim / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
+    __shared__ int32_t s_big[KV_SCHED_APPEND_BIG], s_nbig;
+    const int per_row = p.num_kv_heads * (p.head_dim / 8);
     const int nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int varlen = p.cu_seqlens_knew != NULL;
+    if (threadIdx.x == 0) s_nbig = 0;
+    __syncthreads();
     for (int b = warp; b < B; b += nwarps) {
         if (!ok[b]) continue;
         const kv_seq s = kv_seq_get(&p, b);
         if (s.n_new <= 0) continue;
-        const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
-        const int32_t per_row = Hk * chunks, tasks = s.n_new * per_row;
-        for (int32_t t0 = lane; t0 < tasks; t0 += 32 * KV_SCHED_APPEND_ILP) {
-            uint4 kx[KV_SCHED_APPEND_ILP], vx[KV_SCHED_APPEND_ILP];
-            int64_t ko[KV_SCHED_APPEND_ILP], vo[KV_SCHED_APPEND_ILP];
-#pragma unroll
-            for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
-                const int32_t task = t0 + u * 32;
-                ko[u] = vo[u] = -1;
-                if (task >= tasks) continue;
-                const int32_t t = task / per_row, rem = task - t * per_row, kvh = rem / chunks;
-                const int c0 = (rem - kvh * chunks) * 8;
-                const int32_t pos = s.S + t;
-                kx[u] = *(const uint4 *)((const T *)p.k_new + kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride,
-                                                                          p.knew_row_stride) +
-                                         (int64_t)kvh * p.knew_head_stride + c0);
-                vx[u] = *(const uint4 *)((const T *)p.v_new + kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride,
-                                                                          p.vnew_row_stride) +
-                                         (int64_t)kvh * p.vnew_head_stride + c0);
-                ko[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.k_batch_stride, p.k_row_stride, p.k_head_stride);
-                vo[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
-                if (ko[u] >= 0) ko[u] += c0;
-                if (vo[u] >= 0) vo[u] += c0;
-            }
-#pragma unroll
-            for (int u = 0; u < KV_SCHED_APPEND_ILP; u++) {
-                if (ko[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.k_cache + ko[u]) = kx[u];
-                if (vo[u] >= 0 && !KV_DEV_NO_SCHED_APPEND) *(uint4 *)((T *)p.v_cache + vo[u]) = vx[u];
+        if ((int64_t)s.n_new * per_row > KV_SCHED_APPEND_WARP_TASKS) {
+            int i = 0;
+            if (lane == 0) i = atomicAdd(&s_nbig, 1);
+            i = __shfl_sync(0xffffffffu, i, 0);
+            if (i < KV_SCHED_APPEND_BIG) {
+                if (lane == 0) s_big[i] = b;
+                continue;
             }
         }
+        kv_append_tasks<T>(p, s, b, lane, 32);
+    }
+    __syncthreads();
+    const int nbig = min(s_nbig, KV_SCHED_APPEND_BIG);
+    for (int i = 0; i < nbig; i++) {
+        const int b = s_big[i];
+        kv_append_tasks<T>(p, kv_seq_get(&p, b), b, threadIdx.x, blockDim.x);
     }
 }
 
