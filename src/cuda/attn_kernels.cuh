@@ -730,7 +730,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
  * kv_append_tasks: tasks (new row, kv head, 16-byte chunk) first, first + step, ... of sequence b, with
  * KV_SCHED_APPEND_ILP loads in flight per thread before their stores (4 spilled: the scheduler has 64 registers
  * per thread). kv_sched_append: a warp per sequence; a sequence of more than KV_SCHED_APPEND_WARP_TASKS tasks is
- * stored by the whole block afterwards (one warp would take ~1 us per 64 tasks: a 128-row append at 8 kv heads,
+ * stored by the whole block afterwards (one warp, ~1 us per 64 tasks estimated: a 128-row append at 8 kv heads,
  * 16384 tasks, ~250 us). kv_attn_early allows 1024 (row, kv head) units, so at most 1024 / (512 / chunks) = 2 x
  * chunks <= 64 sequences are that large (KV_SCHED_APPEND_BIG; past it, a warp stores its sequence itself). */
 #define KV_SCHED_APPEND_ILP 2
