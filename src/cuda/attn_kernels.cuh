@@ -42,7 +42,7 @@
 #define KV_SCHED_THREADS 1024
 /* mutants for the tests of the early append (kv_sched_append): KV_DEV_NO_SCHED_APPEND=1 leaves the new rows
  * unstored; KV_DEV_NEW_FROM_CACHE=1 makes the decode items read them from the cache (racing with their stores)
- * instead of k_new / v_new. Both must fail test_grid and test_cuda_bad_data. */
+ * instead of k_new / v_new. Both must fail test_grid, test_cuda_graph and test_cuda_bad_data. */
 #ifndef KV_DEV_NO_SCHED_APPEND
 #define KV_DEV_NO_SCHED_APPEND 0
 #endif
@@ -728,8 +728,8 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
  * decode-first call start on sched_done and read the cache. Earlier forms, in which attention items stored rows
  * or waited for them, were slower (dev/experiments/v84, v85).
  * kv_append_tasks: tasks (new row, kv head, 16-byte chunk) first, first + step, ... of sequence b, with
- * KV_SCHED_APPEND_ILP loads in flight per thread before their stores (4 spilled: the scheduler has 64 registers
- * per thread). kv_sched_append: a warp per sequence; a sequence of more than KV_SCHED_APPEND_WARP_TASKS tasks is
+ * KV_SCHED_APPEND_ILP loads in flight per thread before their stores (4 spilled 160 bytes: the scheduler has 64
+ * registers per thread). kv_sched_append: a warp per sequence; a sequence of more than KV_SCHED_APPEND_WARP_TASKS tasks is
  * stored by the whole block afterwards (one warp, ~1 us per 64 tasks estimated: a 128-row append at 8 kv heads,
  * 16384 tasks, ~250 us). kv_attn_early allows 1024 (row, kv head) units, so at most 1024 / (512 / chunks) = 2 x
  * chunks <= 64 sequences are that large (KV_SCHED_APPEND_BIG; past it, a warp stores its sequence itself). */
