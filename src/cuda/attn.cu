@@ -506,10 +506,7 @@ int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_c
     if (kv_new_rows(p) == 0) return 1;
     int dp = 0, ns = 0; /* (the APPEND kernels exist for DP >= KV_APPEND_MIN_DP) */
     if (!attn_variant(p->head_dim, &dp, &ns) || dp < KV_APPEND_MIN_DP) return 0;
-    const uintptr_t mis = ((uintptr_t)p->k_new | (uintptr_t)p->v_new) & 15;
-    const int64_t bs = p->cu_seqlens_knew ? 0 : p->knew_batch_stride | p->vnew_batch_stride; /* (varlen: unused) */
-    const int64_t s8 = bs | p->knew_row_stride | p->knew_head_stride | p->vnew_row_stride | p->vnew_head_stride;
-    return dev->early_append && !p->rotary_cos && mis == 0 && (s8 & 7) == 0 &&
+    return dev->early_append && !p->rotary_cos && kv_append_vectorizable(p) &&
                    kv_new_rows(p) * p->num_kv_heads <= KV_SCHED_APPEND_UNITS
                ? 1
                : 0;

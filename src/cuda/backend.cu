@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(KV_APPEND_THREADS)
 }
 
 /* 16-byte access is possible when every base is 16-byte aligned and every stride a multiple of 8 elements. */
-static int kv_append_vectorizable(const kvattn_params *p) {
+int kv_append_vectorizable(const kvattn_params *p) {
     if (p->head_dim % 8) return 0;
     const void *ptrs[4] = {p->k_new, p->v_new, p->k_cache, p->v_cache};
     for (int i = 0; i < 4; i++)

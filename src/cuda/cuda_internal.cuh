@@ -150,6 +150,10 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev);
  * kv_attn_early, the two must agree). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
                    const kv_device_info *dev, int fused_check, cudaStream_t stream);
+/* backend.cu: 1 when every row of k_new, v_new and both caches can be read and written in 16-byte pieces (16-byte
+ * aligned bases, strides in multiples of 8 elements, head_dim % 8 == 0): the append kernel's vector path, and a
+ * condition of the early append (kv_attn_early). */
+int kv_append_vectorizable(const kvattn_params *p);
 /* attn.cu: 1 when the call's decode kernel starts before the scheduler's page checks end (KV_EARLY_START). */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check);
 /* attn.cu: every host-side step of kv_attn_launch that can fail (support, workspace size, per-variant smem
