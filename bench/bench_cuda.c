@@ -110,6 +110,7 @@ static double bench_read_ceiling_tbs(size_t bytes, int reps) {
 
 static int g_quick;
 static double g_read_tbs, g_copy_tbs;
+static int g_rope; /* KVATTN_BENCH_APPEND=2: the appended keys get rotary (full head dim, halves paired) */
 
 /* A plain read of `bytes` (the read-ceiling kernel over two rotated buffers, each larger than the L2): median us of
  * one launch isolated and per launch back to back (*b2b_us). What a kernel that only reads a decode shape's K and V
@@ -145,6 +146,8 @@ typedef struct bproblem {
     size_t ws_bytes, cache_bytes;
     int max_pages, num_pages, cap;
     uint16_t *q_h; /* host copy of q (for the check) */
+    void *rcos, *rsin;       /* g_rope: fp32 [need_max, D / 2] tables on the device */
+    float *rcos_h, *rsin_h;  /* and on the host (the check rotates the reference's queries with them) */
 } bproblem;
 
 static void bp_setup(bproblem *P, int B, const int32_t *n_q, const int32_t *n_new, const int32_t *S, int paged,
@@ -215,6 +218,26 @@ static void bp_setup(bproblem *P, int B, const int32_t *n_q, const int32_t *n_ne
         p.total_knew = total_new;
         p.knew_row_stride = p.vnew_row_stride = HK * D;
         p.knew_head_stride = p.vnew_head_stride = D;
+        if (g_rope) { /* theta = pos * 10000^(-2i/D), as the tests' tables */
+            const size_t te = (size_t)need_max * (D / 2);
+            P->rcos_h = malloc(te * 4);
+            P->rsin_h = malloc(te * 4);
+            for (int pos = 0; pos < need_max; pos++)
+                for (int i = 0; i < D / 2; i++) {
+                    const double th = pos * pow(10000.0, -2.0 * i / D);
+                    P->rcos_h[(size_t)pos * (D / 2) + i] = (float)cos(th);
+                    P->rsin_h[(size_t)pos * (D / 2) + i] = (float)sin(th);
+                }
+            CK(cudaMalloc(&P->rcos, te * 4));
+            CK(cudaMalloc(&P->rsin, te * 4));
+            CK(cudaMemcpy(P->rcos, P->rcos_h, te * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(P->rsin, P->rsin_h, te * 4, cudaMemcpyHostToDevice));
+            p.rotary_cos = P->rcos;
+            p.rotary_sin = P->rsin;
+            p.rotary_dtype = KVATTN_F32;
+            p.rotary_dim = D;
+            p.rotary_max_pos = need_max;
+        }
     }
     size_t cache_elems;
     if (paged) {
@@ -274,7 +297,7 @@ static void bp_setup(bproblem *P, int B, const int32_t *n_q, const int32_t *n_ne
 }
 
 static void bp_free(bproblem *P) {
-    void *d[] = {P->q, P->kn, P->vn, P->out, P->lse, P->cu_q, P->cu_kn, P->sl, P->bt, P->ws};
+    void *d[] = {P->q, P->kn, P->vn, P->out, P->lse, P->cu_q, P->cu_kn, P->sl, P->bt, P->ws, P->rcos, P->rsin};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (d[i]) cudaFree(d[i]);
     for (int c = 0; c < P->n_copies; c++) {
@@ -287,6 +310,8 @@ static void bp_free(bproblem *P) {
     free(P->bt_h);
     free(P->cu_q_h);
     free(P->q_h);
+    free(P->rcos_h);
+    free(P->rsin_h);
 }
 
 /* Median microseconds of one kvattn_forward, rotating cache copies, timed two ways:
@@ -392,6 +417,13 @@ static double bp_check_rows(bproblem *P, int c, int b, int r0, int cnt, int s_k,
     r.k_head_stride = r.v_head_stride = D;
     r.cache_seqlens = sl;
     r.causal = 1;
+    if (P->rcos_h) { /* the cache holds rotated keys: the reference rotates the queries (positions s_k - nq + r0 + i) */
+        r.rotary_cos = P->rcos_h;
+        r.rotary_sin = P->rsin_h;
+        r.rotary_dtype = KVATTN_F32;
+        r.rotary_dim = D;
+        r.rotary_max_pos = P->p[0].rotary_max_pos;
+    }
     r.out_batch_stride = (int64_t)cnt * H * D;
     r.out_row_stride = H * D;
     r.out_head_stride = D;
@@ -534,10 +566,15 @@ int main(int argc, char **argv) {
         }
     }
     /* KVATTN_BENCH_APPEND=1: each decode step appends its token first (k_new / v_new, as a generation loop calls it;
-     * the cache then holds L - 1 tokens before the call), instead of attending over a cache that holds all L */
+     * the cache then holds L - 1 tokens before the call), instead of attending over a cache that holds all L;
+     * KVATTN_BENCH_APPEND=2: the same with fused rotary (fp32 tables, rotary dim = head dim), for every appended key
+     * of the run (the inflight step's too) */
     const int app = getenv("KVATTN_BENCH_APPEND") && atoi(getenv("KVATTN_BENCH_APPEND")) > 0 ? 1 : 0;
+    g_rope = app && atoi(getenv("KVATTN_BENCH_APPEND")) == 2; /* =2: with rotary on the appended keys */
     printf("\n(1) decode, one query per sequence, K+V read once%s\n",
-           app ? " (KVATTN_BENCH_APPEND: each step appends its token first)" : "");
+           g_rope ? " (KVATTN_BENCH_APPEND=2: each step appends its token first, with rotary)"
+           : app  ? " (KVATTN_BENCH_APPEND: each step appends its token first)"
+                  : "");
     printf("    isolated: events around one call, stream drained first; b2b: calls back to back, per call; host: enqueue\n");
     printf("    plain read: the read-ceiling kernel over exactly the shape's K+V bytes "
            "(nothing but the read: a practical floor)\n");
@@ -545,7 +582,9 @@ int main(int argc, char **argv) {
            "of read", "host us", "FA2", "check");
     if (g_md) {
         fprintf(g_md, "### Decode (one query per sequence; bytes = K and V read once%s)\n\n",
-                app ? "; each step appends its token first (KVATTN_BENCH_APPEND)" : "");
+                g_rope ? "; each step appends its token first, with rotary (KVATTN_BENCH_APPEND=2)"
+                : app  ? "; each step appends its token first (KVATTN_BENCH_APPEND)"
+                       : "");
         fprintf(g_md, "Isolated: events around one call with the stream drained before it (the GPU also waits for the "
                       "host to enqueue the call's kernels). Back-to-back: %d calls enqueued without a sync, time per "
                       "call (the host runs ahead, as in a generation loop or a CUDA graph). Host: time for "
@@ -601,7 +640,7 @@ int main(int argc, char **argv) {
             json_rec("{\"kind\": \"decode\", \"B\": %d, \"L\": %d, \"page_size\": %d, \"append\": %d, \"us\": %.2f, "
                      "\"tbs\": %.4f, \"frac_read\": %.4f, \"b2b_us\": %.2f, \"b2b_frac_read\": %.4f, \"host_us\": %.2f, "
                      "\"check_ok\": %d, \"max_err\": %.3g}",
-                     B, L, ps, app, us, tbs, tbs / g_read_tbs, b2b, tbs2 / g_read_tbs, host, ok, err);
+                     B, L, ps, app + g_rope, us, tbs, tbs / g_read_tbs, b2b, tbs2 / g_read_tbs, host, ok, err);
             fflush(stdout);
             bp_free(&P);
             free(nq);

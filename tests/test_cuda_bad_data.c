@@ -242,10 +242,13 @@ static void run_large_batch_case(int dtype) {
     kvt_problem_free(&P);
 }
 
-/* A decode step without an append (no new tokens), or (app) one that appends without rotary: the decode kernel
- * then starts before the scheduler's page checks end and writes a sequence's output only once its check verdict
- * is final (early start, attn.cu kv_attn_early); with app, the decode items read the new keys from k_new / v_new
- * while the scheduler stores them, and the victim's cache must stay untouched. shape 0: four one-query sequences
+/* A decode step without an append (no new tokens), or (app 1) one that appends without rotary, or (app 2) with
+ * rotary (random rotary dim 64 or 128, random pairing): the decode kernel then starts before the scheduler's page
+ * checks end and writes a sequence's output only once its check verdict is final (early start, attn.cu
+ * kv_attn_early); with app 1, the decode items read the new keys from k_new / v_new while the scheduler stores
+ * them, with app 2 they rotate them into the workspace and read them there while the scheduler stores them
+ * rotated; the victim's cache must stay untouched. BAD_ROTARY_POS (app 2 only): the victim, the longest sequence,
+ * ends one position past rotary_max_pos. shape 0: four one-query sequences
  * (decode kernel alone); 1: five (decode-first order, the
  * prefill kernel after it with an empty list); 2: twelve, the first with 5 queries (20 packed rows: a prefill
  * item, computed by the prefill kernel of the decode-first order; the victim of every first repetition), four
@@ -274,10 +277,23 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep, int app) {
         victim = 0;
         S[0] = kvt_randint(2000, 4000);
     }
-    kvt_case_begin("%s (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s",
-                   app ? "decode step that appends" : "no append", B, bad_name[kind], victim, S[victim], n_q[victim],
-                   dtype == KVATTN_BF16 ? "bf16" : "fp16");
+    if (kind == BAD_ROTARY_POS) { /* the victim ends past every other sequence */
+        int other = 0;
+        for (int b = 0; b < B; b++)
+            if (b != victim && S[b] + n_new[b] > other) other = S[b] + n_new[b];
+        if (S[victim] + n_new[victim] <= other) S[victim] = other + kvt_randint(1, 40) - n_new[victim];
+    }
+    const int rot_dim = app == 2 ? 64 * kvt_randint(1, 2) : 0, rot_il = app == 2 ? kvt_randint(0, 1) : 0;
+    char what[96];
+    if (app == 2)
+        snprintf(what, sizeof what, "decode step that appends with rotary (dim %d, %s)", rot_dim,
+                 rot_il ? "interleaved" : "halves");
+    else snprintf(what, sizeof what, "%s", app ? "decode step that appends" : "no append");
+    kvt_case_begin("%s (early start), %d sequences, %s in sequence %d (S %d, %d queries), %s", what, B,
+                   bad_name[kind], victim, S[victim], n_q[victim], dtype == KVATTN_BF16 ? "bf16" : "fp16");
     cu_spec sp = batch_spec(dtype, B, n_q, n_new, S);
+    sp.rotary_dim = rot_dim;
+    sp.rotary_interleaved = rot_il;
     kvt_problem P;
     cu_build(&P, &sp);
     kvattn_params *p = &P.ph;
@@ -290,6 +306,10 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep, int app) {
     case BAD_CAPACITY:
         ((int32_t *)P.seqlens.host)[victim] = p->max_pages_per_seq * p->page_size - n_new[victim] + 1;
         flag = KVATTN_FLAG_CAPACITY;
+        break;
+    case BAD_ROTARY_POS:
+        p->rotary_max_pos = S[victim] + n_new[victim] - 1;
+        flag = KVATTN_FLAG_ROTARY_RANGE;
         break;
     default: break;
     }
@@ -307,7 +327,7 @@ static void run_nonew_case(int kind, int shape, int dtype, int rep, int app) {
 int main(void) {
     kvt_init("test_cuda_bad_data");
     static const int nonew_kinds[4] = {BAD_NONE, BAD_PAGE_PAST, BAD_PAGE_NEG, BAD_CAPACITY};
-    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 4 * 2 * 2 * 2;
+    const int n_cases = 4 * 2 * BAD_KINDS * 2 + 4 + 1 + 2 + 4 * 4 * 2 * 2 * 2 + 5 * 4 * 2 * 2;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
     const int dtypes[2] = {KVATTN_BF16, KVATTN_F16};
     for (int kind = 0; kind < BAD_KINDS; kind++)
@@ -330,5 +350,10 @@ int main(void) {
             for (int d = 0; d < 2; d++)
                 for (int rep = 0; rep < 2; rep++)
                     for (int app = 0; app < 2; app++) run_nonew_case(nonew_kinds[k], shape, dtypes[d], rep, app);
+    static const int rope_kinds[5] = {BAD_NONE, BAD_PAGE_PAST, BAD_PAGE_NEG, BAD_CAPACITY, BAD_ROTARY_POS};
+    for (int k = 0; k < 5; k++)
+        for (int shape = 0; shape < 4; shape++)
+            for (int d = 0; d < 2; d++)
+                for (int rep = 0; rep < 2; rep++) run_nonew_case(rope_kinds[k], shape, dtypes[d], rep, 2);
     return kvt_finish();
 }

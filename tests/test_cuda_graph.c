@@ -2,9 +2,10 @@
  * global capture mode, so any sync or legacy-stream use inside kvattn_forward fails the capture) and replayed
  * with new cache_seqlens, block tables, queries and new tokens of the same shapes, updated by cudaMemcpy
  * before each replay (outside the graph). Each replay is checked against the float64 reference: out, lse and
- * both caches. Paged (page 16, reshuffled pool every replay) and contiguous; with rotary (the append kernel, then
- * the attention) and without (the early start: the decode kernel reads the new rows from k_new / v_new while the
- * scheduler stores them, attn.cu kv_attn_early). */
+ * both caches. Paged (page 16, reshuffled pool every replay) and contiguous, all taking the early start (attn.cu
+ * kv_attn_early: the scheduler stores the new rows while the decode kernel runs): without rotary (the decode items
+ * read the new rows from k_new / v_new) and with rotary, full (128, halves paired) or partial (64, interleaved
+ * pairs): the decode items rotate their new keys into the workspace and read them there. */
 #include "test_cuda_common.h"
 
 #define NB 8
@@ -43,7 +44,7 @@ static void check_out(const kvt_problem *P, const double *oref, const double *lr
 
 static void graph_case(int paged, int dtype, int rotary) {
     kvt_case_begin("graph replay, %s, %s, %s", paged ? "paged 16" : "contiguous", dtype == KVATTN_BF16 ? "bf16" : "fp16",
-                   rotary ? "rotary" : "no rotary");
+                   !rotary ? "no rotary" : dtype == KVATTN_BF16 ? "rotary 128, halves" : "rotary 64, interleaved");
     int n_q[NB], n_new[NB], S[NB];
     for (int b = 0; b < NB; b++) {
         n_q[b] = n_new[b] = 1;
@@ -57,8 +58,8 @@ static void graph_case(int paged, int dtype, int rotary) {
     sp.S = S;
     sp.paged = paged;
     sp.extra_pages = 16;
-    sp.rotary_dim = rotary ? 128 : 0;
-    sp.rotary_interleaved = 0;
+    sp.rotary_dim = !rotary ? 0 : dtype == KVATTN_BF16 ? 128 : 64;
+    sp.rotary_interleaved = rotary && dtype == KVATTN_F16;
     kvt_problem P;
     cu_build(&P, &sp);
     cudaStream_t stream = NULL;

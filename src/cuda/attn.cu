@@ -25,9 +25,11 @@ typedef struct attn_plan {
     int64_t max_items, max_combine, max_part_rows;
     int prefill_rows;      /* packed rows per prefill item of the prefill variant */
     int sm90;              /* prefill items run on the sm_90a wgmma kernel (attn_prefill_sm90.cuh) */
-    size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, bytes;
+    size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, off_rot_k, bytes;
 } attn_plan;
 
+/* (new row x kv head) units an early step may append (kv_attn_early) */
+#define KV_SCHED_APPEND_UNITS 1024
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -126,6 +128,11 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     off += round256((size_t)pl->max_part_rows * pl->pdp * sizeof(float));
     pl->off_part_lse = off;
     off += round256((size_t)pl->max_part_rows * sizeof(float));
+    /* the rotated new keys of an early step that appends with rotary (kv_attn_early, kv_attn_item): every call
+     * whose shapes allow it reserves them, so that the size does not depend on the device's flags */
+    pl->off_rot_k = off; /* = off_part_lse + round256(its bytes): kv_rot_k derives it so */
+    if (p->rotary_cos && kv_new_rows(p) > 0 && kv_new_rows(p) * Hk <= KV_SCHED_APPEND_UNITS)
+        off += round256((size_t)kv_new_rows(p) * Hk * p->head_dim * 2);
     pl->bytes = off;
 }
 
@@ -189,7 +196,8 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
 #define KV_MAX_DEVICES 64
 /* head dims whose decode steps may append early (kv_attn_early): DP 32's APPEND kernel spilled 64 bytes */
 #define KV_APPEND_MIN_DP 64
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false,
+          bool ROPE = false>
 static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *blocks) {
     /* 0 = not yet. Host threads may race here: the value is published with release after the attribute is set
      * (as g_device_info_ready in backend.cu), so a reader that sees it also launches with the raised limit; two
@@ -198,11 +206,11 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     const int d = dev->device >= 0 && dev->device < KV_MAX_DEVICES ? dev->device : 0;
     const int have = __atomic_load_n(&cached[d], __ATOMIC_ACQUIRE);
     if (have > 0) { *blocks = have; return KVATTN_OK; }
-    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND>,
+    KV_CUDA_CHECK_RET(cudaFuncSetAttribute(kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND, ROPE>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int n = 0;
     KV_CUDA_CHECK_RET(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND>, KV_THREADS,
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND, ROPE>, KV_THREADS,
                                                       smem));
     if (n < 1) n = 1;
     if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
@@ -273,12 +281,17 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     /* a decode step that appends and starts early (kv_attn_early, DP >= KV_APPEND_MIN_DP) runs the APPEND
      * instantiations, so that the others keep their code (their tile loop's SASS) */
     const bool app = DP >= KV_APPEND_MIN_DP && args && (args->no_wait & KV_EARLY_START) && kv_new_rows(p) > 0;
+    const bool rope = app && p->rotary_cos; /* (the ROPE instantiations: the items rotate their new keys) */
     int per_app = 1, per_app_self = 1; /* (per_app_self: its smem attribute, as per_self) */
     if constexpr (DP >= KV_APPEND_MIN_DP) {
-        if (st == KVATTN_OK && (app || mode < 0)) /* (prepare, mode -1: args NULL) */
+        if (st == KVATTN_OK && ((app && !rope) || mode < 0)) /* (prepare, mode -1: args NULL) */
             st = attn_blocks_per_sm<T, DP, NSD, true, true, false, true>(dev, pl->smem_dec, &per_app);
-        if (st == KVATTN_OK && (app || mode < 0))
+        if (st == KVATTN_OK && ((app && !rope) || mode < 0))
             st = attn_blocks_per_sm<T, DP, NSD, true, true, true, true>(dev, pl->smem_dec, &per_app_self);
+        if (st == KVATTN_OK && (rope || (mode < 0 && p->rotary_cos)))
+            st = attn_blocks_per_sm<T, DP, NSD, true, true, false, true, true>(dev, pl->smem_dec, &per_app);
+        if (st == KVATTN_OK && (rope || (mode < 0 && p->rotary_cos)))
+            st = attn_blocks_per_sm<T, DP, NSD, true, true, true, true, true>(dev, pl->smem_dec, &per_app_self);
     }
     if (st == KVATTN_OK && !pl->sm90) st = attn_blocks_per_sm<T, DP, NS, false>(dev, pl->smem, &per_pre);
     if (st == KVATTN_OK && pl->sm90) st = launch_sm90<T>(pl->pdp, p, NULL, kv_item_list(), dev, stream);
@@ -296,7 +309,13 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
-        if ((a.no_wait & KV_LEAN_SCHED) && app) /* (APPEND: the scheduler stores the new rows) */
+        if ((a.no_wait & KV_LEAN_SCHED) && rope) /* (ROPE: it rotates the new keys it stores) */
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true, true, true>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        else if (rope)
+            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false, true, true>, 1, KV_SCHED_THREADS, 0, stream,
+                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        else if ((a.no_wait & KV_LEAN_SCHED) && app) /* (APPEND: the scheduler stores the new rows) */
             KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true, true>, 1, KV_SCHED_THREADS, 0, stream,
                                         a.fused_check ? 0 : dev->pdl, *p, a));
         else if (app)
@@ -343,6 +362,15 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     auto launch_decode = [&](int32_t no_wait) -> int {
         a.no_wait = no_wait | early | lean;
         if constexpr (DP >= KV_APPEND_MIN_DP) {
+            if (early && rope) {
+                if (lean)
+                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true, true, true>, a.grid_ctas,
+                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
+                else
+                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, false, true, true>, a.grid_ctas,
+                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
+                return KVATTN_OK;
+            }
             if (early && app) { /* (app implies early) */
                 if (lean)
                     KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true, true>, a.grid_ctas,
@@ -499,14 +527,13 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
  * kernel, and so does rotary (the append kernel must wait for every check, and the attention for it). Measured
  * against that plain order (attn_notes.md, thirty-fourth session): back to back 14% faster at 8x8192, up to 31% at
  * 16x512, no eligible shape slower beyond noise. */
-#define KV_SCHED_APPEND_UNITS 1024
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
     if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
     if (!(attn_max_rows(p) <= KV_DECODE_ROWS || attn_decode_first(p, dev))) return 0;
     if (kv_new_rows(p) == 0) return 1;
     int dp = 0, ns = 0; /* (the APPEND kernels exist for DP >= KV_APPEND_MIN_DP) */
     if (!attn_variant(p->head_dim, &dp, &ns) || dp < KV_APPEND_MIN_DP) return 0;
-    return dev->early_append && !p->rotary_cos && kv_append_vectorizable(p) &&
+    return dev->early_append && kv_append_vectorizable(p) &&
                    kv_new_rows(p) * p->num_kv_heads <= KV_SCHED_APPEND_UNITS
                ? 1
                : 0;

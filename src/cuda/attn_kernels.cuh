@@ -49,6 +49,15 @@
 #ifndef KV_DEV_NEW_FROM_CACHE
 #define KV_DEV_NEW_FROM_CACHE 0
 #endif
+/* and of the early append with rotary: KV_DEV_ROPE_ITEMS_UNROTATED=1 makes the decode items attend to their new keys
+ * unrotated (the cache still gets them rotated); KV_DEV_ROPE_SCHED_UNROTATED=1 makes the scheduler store them unrotated
+ * (the attention still rotates). Both must fail test_grid and test_cuda_graph. */
+#ifndef KV_DEV_ROPE_ITEMS_UNROTATED
+#define KV_DEV_ROPE_ITEMS_UNROTATED 0
+#endif
+#ifndef KV_DEV_ROPE_SCHED_UNROTATED
+#define KV_DEV_ROPE_SCHED_UNROTATED 0
+#endif
 #define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
 static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a thread at most two sequences");
 #define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
@@ -106,6 +115,19 @@ typedef struct kv_attn_args {
     int32_t no_wait;
     int32_t fused_check; /* 1: the scheduler runs the checks of every sequence first (no check kernel) */
 } kv_attn_args;
+/* An early step that appends with rotary (ROPE): the rotated new keys, [new row][kv head][head_dim] in k_new's row
+ * order (kv_rot_row), written by the decode items that read them (kv_attn_item). The region follows part_lse
+ * (attn_plan_make); its address is derived here rather than passed: a field more in kv_attn_args changed the
+ * register allocation of unrelated kernels (the ws prefill kernel spilled 200 bytes). */
+template <typename T>
+static __device__ __forceinline__ T *kv_rot_k(const kv_attn_args &a) {
+    return (T *)((unsigned char *)a.part_lse + ((a.max_part_rows * (int64_t)sizeof(float) + 255) & ~(int64_t)255));
+}
+/* Element offset in kv_rot_k of new row t of sequence b (s.new_row0: its first row when varlen), kv head 0 */
+static __device__ __forceinline__ int64_t kv_rot_row(const kvattn_params &p, int b, int32_t new_row0, int32_t t) {
+    const int64_t rst = (int64_t)p.num_kv_heads * p.head_dim;
+    return kv_row_offset(p.cu_seqlens_knew != NULL, b, new_row0, t, (int64_t)p.seqlen_knew * rst, rst);
+}
 
 /* ---- small PTX wrappers ------------------------------------------------------------------------------- */
 static __device__ __forceinline__ uint32_t kv_smem_u32(const void *p) {
@@ -736,7 +758,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
 #define KV_SCHED_APPEND_ILP 2
 #define KV_SCHED_APPEND_WARP_TASKS 512
 #define KV_SCHED_APPEND_BIG 64
-template <typename T>
+template <typename T, bool ROPE>
 static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, const kv_seq &s, int b,
                                                        int32_t first, int32_t step) {
     const int Hk = p.num_kv_heads, chunks = p.head_dim / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
@@ -754,9 +776,13 @@ static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, c
             const int32_t t = task / per_row, rem = task - t * per_row, kvh = rem / chunks;
             const int c0 = (rem - kvh * chunks) * 8;
             const int32_t pos = s.S + t;
-            kx[u] = *(const uint4 *)((const T *)p.k_new +
-                                     kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride, p.knew_row_stride) +
-                                     (int64_t)kvh * p.knew_head_stride + c0);
+            const T *krow = (const T *)p.k_new +
+                            kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride, p.knew_row_stride) +
+                            (int64_t)kvh * p.knew_head_stride;
+            kx[u] = *(const uint4 *)(krow + c0);
+            /* ROPE: rotated as the append kernel does (kv_rope_k8); an ok sequence's positions are in the table */
+            if (ROPE && !KV_DEV_ROPE_SCHED_UNROTATED && c0 < p.rotary_dim && pos < p.rotary_max_pos)
+                kv_rope_k8<T>(p, krow, c0, pos, (T *)&kx[u]);
             vx[u] = *(const uint4 *)((const T *)p.v_new +
                                      kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride, p.vnew_row_stride) +
                                      (int64_t)kvh * p.vnew_head_stride + c0);
@@ -773,7 +799,7 @@ static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, c
     }
 }
 /* every thread of the block, in block-uniform flow (it has block barriers) */
-template <typename T>
+template <typename T, bool ROPE>
 static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, const int8_t *ok, int B) {
     __shared__ int32_t s_big[KV_SCHED_APPEND_BIG], s_nbig;
     const int per_row = p.num_kv_heads * (p.head_dim / 8);
@@ -793,19 +819,19 @@ static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, c
                 continue;
             }
         }
-        kv_append_tasks<T>(p, s, b, lane, 32);
+        kv_append_tasks<T, ROPE>(p, s, b, lane, 32);
     }
     __syncthreads();
     const int nbig = min(s_nbig, KV_SCHED_APPEND_BIG);
     for (int i = 0; i < nbig; i++) {
         const int b = s_big[i];
-        kv_append_tasks<T>(p, kv_seq_get(&p, b), b, threadIdx.x, blockDim.x);
+        kv_append_tasks<T, ROPE>(p, kv_seq_get(&p, b), b, threadIdx.x, blockDim.x);
     }
 }
 
 /* APPEND: an early-start call that appends (kv_sched_append); its own instantiation, so that the other calls'
  * scheduler keeps its code */
-template <bool LEAN, bool APPEND = false>
+template <bool LEAN, bool APPEND = false, bool ROPE = false>
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
@@ -1235,8 +1261,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             if (it->comb >= 0) a.combine[it->comb].nrows = 0;
         }
         if (APPEND) { /* this call's append (kv_attn_early); every thread's stores before thread 0's fence */
-            if (p.dtype == KVATTN_BF16) kv_sched_append<__nv_bfloat16>(p, s_ok, B);
-            else kv_sched_append<__half>(p, s_ok, B);
+            if (p.dtype == KVATTN_BF16) kv_sched_append<__nv_bfloat16, ROPE>(p, s_ok, B);
+            else kv_sched_append<__half, ROPE>(p, s_ok, B);
         }
         __syncthreads();
         if (tid == 0) {
@@ -1367,7 +1393,7 @@ template <int DP>
 static __device__ __forceinline__ int kv_part_pitch(const kv_attn_args &a) {
     return kv_sm90_dp(DP) > DP ? a.dp : DP;
 }
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool APPEND = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool APPEND = false, bool ROPE = false>
 static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                     unsigned char *kv_smem_raw, uint64_t (*s_addr)[KV_BN][2],
                                                     float (*s_m)[KV_DECODE_ROWS], float (*s_l)[KV_DECODE_ROWS]) {
@@ -1429,13 +1455,21 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         uint64_t n_row0 = 0;
         int64_t n_rstride = 0;
         const int32_t nb0 = s.S - s.L;
-        if constexpr (APPEND) {
+        if constexpr (APPEND && !ROPE) {
             const bool v = owhich != 0;
             const int64_t bst = v ? p.vnew_batch_stride : p.knew_batch_stride, rst = v ? p.vnew_row_stride : p.knew_row_stride;
             n_row0 = (uint64_t)((const T *)(v ? p.v_new : p.k_new) +
                                 kv_row_offset(p.cu_seqlens_knew != NULL, b, s.new_row0, 0, bst, rst) +
                                 (int64_t)kvh * (v ? p.vnew_head_stride : p.knew_head_stride));
             n_rstride = rst * (int64_t)sizeof(T);
+        } else if constexpr (APPEND) { /* ROPE: the new keys rotated into kv_rot_k (below), the values from v_new */
+            const bool v = owhich != 0;
+            n_row0 = v ? (uint64_t)((const T *)p.v_new +
+                                    kv_row_offset(p.cu_seqlens_knew != NULL, b, s.new_row0, 0, p.vnew_batch_stride,
+                                                  p.vnew_row_stride) +
+                                    (int64_t)kvh * p.vnew_head_stride)
+                       : (uint64_t)((const T *)kv_rot_k<T>(a) + kv_rot_row(p, b, s.new_row0, 0) + (int64_t)kvh * D);
+            n_rstride = (v ? p.vnew_row_stride : (int64_t)p.num_kv_heads * D) * (int64_t)sizeof(T);
         }
 
         /* 1. Q tile (KV_DECODE_QASYNC: by cp.async, waited for after the prologue's copies are issued) */
@@ -1464,6 +1498,29 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     *(uint4 *)vals = make_uint4(0, 0, 0, 0);
                 }
                 *(uint4 *)(sQ + kv_smem_at<SWZ, ROW>(rr, c0)) = *(const uint4 *)vals;
+            }
+        }
+
+        /* 1b. ROPE (an early step that appends with rotary): this item rotates the new keys of its own key range
+         * (kv head kvh) into kv_rot_k, which its copies read (tile_row_address); the block barrier before the
+         * prologue's copies orders the stores before them. Each new key of a kv head lies in one item's range, so
+         * no two blocks write the same row. The scheduler stores the same bits into the cache (kv_rope_k8). */
+        if constexpr (APPEND && ROPE) {
+            const int32_t j0 = max(it.klo, nb0), j1 = min(it.khi, nb0 + s.n_new);
+            const int chd = D / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
+            for (int e = tid; e < (j1 - j0) * chd; e += KV_THREADS) {
+                const int32_t t = j0 - nb0 + e / chd;
+                const int c0 = (e % chd) * 8;
+                const int32_t pos = s.S + t;
+                const T *krow = (const T *)p.k_new +
+                                kv_row_offset(p.cu_seqlens_knew != NULL, b, s.new_row0, t, p.knew_batch_stride,
+                                              p.knew_row_stride) +
+                                (int64_t)kvh * p.knew_head_stride;
+                uint4 kx = *(const uint4 *)(krow + c0);
+                /* (a position past the table: a failed sequence, whose output is never written) */
+                if (!KV_DEV_ROPE_ITEMS_UNROTATED && c0 < p.rotary_dim && pos < p.rotary_max_pos)
+                    kv_rope_k8<T>(p, krow, c0, pos, (T *)&kx);
+                *(uint4 *)(kv_rot_k<T>(a) + kv_rot_row(p, b, s.new_row0, t) + (int64_t)kvh * D + c0) = kx;
             }
         }
 
@@ -2089,9 +2146,11 @@ static __device__ void kv_attn_piece_done(const kvattn_params &p, const kv_attn_
 /* The mma.sync attention kernel, persistent over one item list: DECODE = the decode items (<= 16 rows; keys
  * split over the 4 warps), else the prefill items (64 rows, 16 per warp). Two instantiations, so that each
  * path gets its own register allocation. */
-template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false>
+template <typename T, int DP, int NS, bool DECODE, bool EARLY = false, bool SELF = false, bool APPEND = false,
+          bool ROPE = false>
 __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv_attn_args a) {
     static_assert(DECODE || !EARLY, "early start: decode kernel only");
+    static_assert(APPEND || !ROPE, "rotary new keys: the APPEND kernels only");
     static_assert(EARLY || !APPEND, "the early kernel of a call that appends: early start only");
     static_assert(EARLY || !SELF, "the first item from the lean plan: early start only");
     extern __shared__ __align__(128) unsigned char kv_smem_raw[]; /* (swizzled stages: 128-byte aligned rows) */
@@ -2221,7 +2280,7 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
         const kv_item it = kv_item_ldcg(list, idx);
         const unsigned long long t_item = KV_TL_NOW();
         (void)t_item;
-        kv_attn_item<T, DP, NS, DECODE, EARLY, APPEND>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
+        kv_attn_item<T, DP, NS, DECODE, EARLY, APPEND, ROPE>(p, a, it, kv_smem_raw, s_addr, s_m, s_l);
         __syncthreads(); /* smem (Q, stages, s_item) is reused by the next item */
         const unsigned long long t_end = KV_TL_NOW(); /* timeline builds: the item's end, for the tail to its merge */
         (void)t_end;

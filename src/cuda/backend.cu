@@ -164,22 +164,6 @@ __global__ void __launch_bounds__(KV_CHECK_THREADS) kv_check_kernel(const __grid
  * 3. out[c] = x[c] * cos - x[partner] * sin * sign, in fp32 without contraction (the same evaluation as the
  *    C expression on the CPU), rounded once; channels >= R are copied;
  * 4. copy the V chunk unchanged. Destinations come from kv_cache_offset (never -1 for an ok sequence). */
-template <typename T> struct kv_elem;
-template <> struct kv_elem<__half> {
-    static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-    static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
-};
-template <> struct kv_elem<__nv_bfloat16> {
-    static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-    static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
-};
-
-static __device__ __forceinline__ float kv_load_rotary(const void *base, int rotary_dtype, int64_t idx) {
-    if (rotary_dtype == KVATTN_F32) return ((const float *)base)[idx];
-    if (rotary_dtype == KVATTN_BF16) return __bfloat162float(((const __nv_bfloat16 *)base)[idx]);
-    return __half2float(((const __half *)base)[idx]);
-}
-
 /* Copies n (<= 8) elements; 16-byte access when vec (then n == 8 and both addresses are 16-byte aligned). */
 template <typename T> static __device__ __forceinline__ void kv_load8(const T *src, int n, int vec, T *dst) {
     if (vec) {
@@ -271,7 +255,7 @@ __global__ void __launch_bounds__(KV_APPEND_THREADS)
                     const float sn = kv_load_rotary(p.rotary_sin, p.rotary_dtype, ri);
                     const float x = stage[u * D + c];
                     const float y = stage[u * D + kv_rope_partner(c, R, interleaved)];
-                    const float r = __fsub_rn(__fmul_rn(x, cs), __fmul_rn(__fmul_rn(y, sn), kv_rope_sign(c, R, interleaved)));
+                    const float r = kv_rope_rot(x, y, cs, sn, kv_rope_sign(c, R, interleaved));
                     kx[e] = kv_elem<T>::from_f(r);
                 }
             }

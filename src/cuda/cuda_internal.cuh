@@ -6,6 +6,8 @@
 #ifndef KVATTN_CUDA_INTERNAL_CUH
 #define KVATTN_CUDA_INTERNAL_CUH
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <string.h>
 #include "internal.h"
@@ -36,6 +38,47 @@ typedef struct kv_device_info {
                          * path (KV_LEAN_SCHED, attn_kernels.cuh) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
 } kv_device_info;
+
+/* ---- the rotary embedding of appended keys ----------------------------------------------------------------
+ * Element conversions, the cos / sin table element (fp32 or the q dtype; the caller checked the position), and THE
+ * rotation of one channel: x * cos - partner * sin * sign in fp32 without contraction (the C expression of the CPU
+ * backend), rounded once. Every place that rotates a new key uses kv_rope_rot, so the append kernel (backend.cu),
+ * the scheduler's append and the decode items of an early step that appends (attn_kernels.cuh) produce the same
+ * bits: the cache holds what the attention read. */
+template <typename T> struct kv_elem;
+template <> struct kv_elem<__half> {
+    static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+    static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+};
+template <> struct kv_elem<__nv_bfloat16> {
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+};
+static __device__ __forceinline__ float kv_load_rotary(const void *base, int rotary_dtype, int64_t idx) {
+    if (rotary_dtype == KVATTN_F32) return ((const float *)base)[idx];
+    if (rotary_dtype == KVATTN_BF16) return __bfloat162float(((const __nv_bfloat16 *)base)[idx]);
+    return __half2float(((const __half *)base)[idx]);
+}
+static __device__ __forceinline__ float kv_rope_rot(float x, float y, float cs, float sn, float sign) {
+    return __fsub_rn(__fmul_rn(x, cs), __fmul_rn(__fmul_rn(y, sn), sign));
+}
+/* Rotates the 8 channels [c0, c0 + 8) of a new key, loaded into kx, to position pos (in [0, rotary_max_pos): the
+ * caller checks); krow is the key's k_new row, read for the partner channels; channels >= rotary_dim stay. */
+template <typename T>
+static __device__ __forceinline__ void kv_rope_k8(const kvattn_params &p, const T *krow, int c0, int32_t pos, T *kx) {
+    const int R = p.rotary_dim, il = p.rotary_interleaved;
+    const int64_t rs = p.rotary_row_stride ? p.rotary_row_stride : R / 2;
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const int c = c0 + e;
+        if (c >= R) continue;
+        const int64_t ri = (int64_t)pos * rs + kv_rope_pair(c, R, il);
+        const float cs = kv_load_rotary(p.rotary_cos, p.rotary_dtype, ri);
+        const float sn = kv_load_rotary(p.rotary_sin, p.rotary_dtype, ri);
+        const float x = kv_elem<T>::to_f(kx[e]), y = kv_elem<T>::to_f(krow[kv_rope_partner(c, R, il)]);
+        kx[e] = kv_elem<T>::from_f(kv_rope_rot(x, y, cs, sn, kv_rope_sign(c, R, il)));
+    }
+}
 
 /* ---- programmatic dependent launch (PDL) ----------------------------------------------------------------
  * The kernels of one call after the first are launched with programmatic stream serialization, so that each
