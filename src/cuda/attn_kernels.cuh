@@ -50,13 +50,18 @@
 #define KV_DEV_NEW_FROM_CACHE 0
 #endif
 /* and of the early append with rotary: KV_DEV_ROPE_ITEMS_UNROTATED=1 makes the decode items attend to their new keys
- * unrotated (the cache still gets them rotated); KV_DEV_ROPE_SCHED_UNROTATED=1 makes the scheduler store them unrotated
- * (the attention still rotates). Both must fail test_grid and test_cuda_graph. */
+ * unrotated (the cache still gets them rotated); KV_DEV_ROPE_NO_ITEM_STORE=1 leaves the keys the decode items hold
+ * unstored; KV_DEV_ROPE_SCHED_UNROTATED=1 makes the scheduler store the keys no decode item holds unrotated (the
+ * attention still rotates). Each must fail test_cuda_bad_data (its sequences without a query append a key that no
+ * item holds), the first two also test_cuda_graph and test_grid. */
 #ifndef KV_DEV_ROPE_ITEMS_UNROTATED
 #define KV_DEV_ROPE_ITEMS_UNROTATED 0
 #endif
 #ifndef KV_DEV_ROPE_SCHED_UNROTATED
 #define KV_DEV_ROPE_SCHED_UNROTATED 0
+#endif
+#ifndef KV_DEV_ROPE_NO_ITEM_STORE
+#define KV_DEV_ROPE_NO_ITEM_STORE 0
 #endif
 #define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
 static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a thread at most two sequences");
@@ -760,11 +765,24 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
 #define KV_SCHED_APPEND_BIG 64
 template <typename T, bool ROPE>
 static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, const kv_seq &s, int b,
-                                                       int32_t first, int32_t step) {
+                                                       int32_t first, int32_t step, bool k_all) {
     const int Hk = p.num_kv_heads, chunks = p.head_dim / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
     const int varlen = p.cu_seqlens_knew != NULL;
     const int32_t cache_row = p.cache_batch_idx ? p.cache_batch_idx[b] : b;
     const int32_t per_row = Hk * chunks, tasks = s.n_new * per_row;
+    /* ROPE: the new keys [cov_lo, cov_hi) are stored rotated by the decode items that hold them (kv_attn_item): the
+     * sequence's decode tile's key range, which its items' pieces cover (kv_sched_item), unless k_all (the lists
+     * were cut: some item may not exist); this loop stores the values and the other keys */
+    int32_t cov_lo = 0, cov_hi = 0;
+    if (ROPE && !k_all) {
+        const int G = p.num_heads / p.num_kv_heads;
+        const int32_t rows = kv_seq_rows(p, s, G);
+        if (rows > 0 && rows <= KV_DECODE_ROWS) {
+            const kv_range kr = kv_tile_keys(p, s, G, 0, rows);
+            cov_lo = kr.lo;
+            cov_hi = kr.hi;
+        }
+    }
     for (int32_t t0 = first; t0 < tasks; t0 += step * KV_SCHED_APPEND_ILP) {
         uint4 kx[KV_SCHED_APPEND_ILP], vx[KV_SCHED_APPEND_ILP];
         int64_t ko[KV_SCHED_APPEND_ILP], vo[KV_SCHED_APPEND_ILP];
@@ -776,17 +794,19 @@ static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, c
             const int32_t t = task / per_row, rem = task - t * per_row, kvh = rem / chunks;
             const int c0 = (rem - kvh * chunks) * 8;
             const int32_t pos = s.S + t;
+            const bool k_item = ROPE && pos - s.L >= cov_lo && pos - s.L < cov_hi; /* stored by its decode item */
             const T *krow = (const T *)p.k_new +
                             kv_row_offset(varlen, b, s.new_row0, t, p.knew_batch_stride, p.knew_row_stride) +
                             (int64_t)kvh * p.knew_head_stride;
-            kx[u] = *(const uint4 *)(krow + c0);
+            if (!k_item) kx[u] = *(const uint4 *)(krow + c0);
             /* ROPE: rotated as the append kernel does (kv_rope_k8); an ok sequence's positions are in the table */
-            if (ROPE && !KV_DEV_ROPE_SCHED_UNROTATED && c0 < p.rotary_dim && pos < p.rotary_max_pos)
+            if (ROPE && !KV_DEV_ROPE_SCHED_UNROTATED && !k_item && c0 < p.rotary_dim && pos < p.rotary_max_pos)
                 kv_rope_k8<T>(p, krow, c0, pos, (T *)&kx[u]);
             vx[u] = *(const uint4 *)((const T *)p.v_new +
                                      kv_row_offset(varlen, b, s.new_row0, t, p.vnew_batch_stride, p.vnew_row_stride) +
                                      (int64_t)kvh * p.vnew_head_stride + c0);
-            ko[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.k_batch_stride, p.k_row_stride, p.k_head_stride);
+            ko[u] = k_item ? -1
+                           : kv_cache_offset(&p, b, cache_row, pos, kvh, p.k_batch_stride, p.k_row_stride, p.k_head_stride);
             vo[u] = kv_cache_offset(&p, b, cache_row, pos, kvh, p.v_batch_stride, p.v_row_stride, p.v_head_stride);
             if (ko[u] >= 0) ko[u] += c0;
             if (vo[u] >= 0) vo[u] += c0;
@@ -800,7 +820,7 @@ static __device__ __forceinline__ void kv_append_tasks(const kvattn_params &p, c
 }
 /* every thread of the block, in block-uniform flow (it has block barriers) */
 template <typename T, bool ROPE>
-static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, const int8_t *ok, int B) {
+static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, const int8_t *ok, int B, bool k_all) {
     __shared__ int32_t s_big[KV_SCHED_APPEND_BIG], s_nbig;
     const int per_row = p.num_kv_heads * (p.head_dim / 8);
     const int nwarps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -819,13 +839,13 @@ static __device__ __forceinline__ void kv_sched_append(const kvattn_params &p, c
                 continue;
             }
         }
-        kv_append_tasks<T, ROPE>(p, s, b, lane, 32);
+        kv_append_tasks<T, ROPE>(p, s, b, lane, 32, k_all);
     }
     __syncthreads();
     const int nbig = min(s_nbig, KV_SCHED_APPEND_BIG);
     for (int i = 0; i < nbig; i++) {
         const int b = s_big[i];
-        kv_append_tasks<T, ROPE>(p, kv_seq_get(&p, b), b, threadIdx.x, blockDim.x);
+        kv_append_tasks<T, ROPE>(p, kv_seq_get(&p, b), b, threadIdx.x, blockDim.x, k_all);
     }
 }
 
@@ -1261,8 +1281,10 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             if (it->comb >= 0) a.combine[it->comb].nrows = 0;
         }
         if (APPEND) { /* this call's append (kv_attn_early); every thread's stores before thread 0's fence */
-            if (p.dtype == KVATTN_BF16) kv_sched_append<__nv_bfloat16, ROPE>(p, s_ok, B);
-            else kv_sched_append<__half, ROPE>(p, s_ok, B);
+            /* (ROPE: every key if the decode list was cut, since an item that holds one may then not exist) */
+            const bool k_all = s_items_cut != 0x7fffffff || (s_overflow & 2);
+            if (p.dtype == KVATTN_BF16) kv_sched_append<__nv_bfloat16, ROPE>(p, s_ok, B, k_all);
+            else kv_sched_append<__half, ROPE>(p, s_ok, B, k_all);
         }
         __syncthreads();
         if (tid == 0) {
@@ -1504,11 +1526,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* 1b. ROPE (an early step that appends with rotary): this item rotates the new keys of its own key range
          * (kv head kvh) into kv_rot_k, which its copies read (tile_row_address); the block barrier before the
          * prologue's copies orders the stores before them. Each new key of a kv head lies in one item's range, so
-         * no two blocks write the same row. The scheduler stores the same bits into the cache (kv_rope_k8). */
+         * no two blocks write the same row. The item also stores them into the cache at its end, once its
+         * sequence's verdict is final (below); the scheduler stores the values and the keys no decode item holds
+         * (kv_sched_append). The tasks go to the last threads first: at decode shapes those copy only padding rows
+         * of the Q tile above, so the two tiles' loads overlap. */
         if constexpr (APPEND && ROPE) {
             const int32_t j0 = max(it.klo, nb0), j1 = min(it.khi, nb0 + s.n_new);
             const int chd = D / 8; /* head_dim % 8 == 0 (kv_attn_supported) */
-            for (int e = tid; e < (j1 - j0) * chd; e += KV_THREADS) {
+            for (int e = KV_THREADS - 1 - tid; e < (j1 - j0) * chd; e += KV_THREADS) {
                 const int32_t t = j0 - nb0 + e / chd;
                 const int c0 = (e % chd) * 8;
                 const int32_t pos = s.S + t;
@@ -1949,6 +1974,24 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         }
                     }
                     if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+                }
+            }
+        }
+        /* ROPE: this item's rotated new keys (1b) into the cache, if its sequence passed every check. Not in the tile
+         * loop: there, store code cost 2 - 10% even where it did not run (v85, attn_notes.md thirty-fourth session) */
+        if constexpr (APPEND && ROPE) {
+            const int32_t j0 = max(it.klo, nb0), j1 = min(it.khi, nb0 + s.n_new);
+            if (j1 > j0 && !KV_DEV_ROPE_NO_ITEM_STORE) {
+                const int v = gate ? verdict : kv_seq_verdict(a.seq_ok, b, kv_ld_relaxed_s8(a.seq_ok + b));
+                const int chd = D / 8;
+                for (int e = tid; v == 1 && e < (j1 - j0) * chd; e += KV_THREADS) {
+                    const int32_t t = j0 - nb0 + e / chd;
+                    const int c0 = (e % chd) * 8;
+                    const int64_t ko = kv_cache_offset(&p, b, cache_row, s.S + t, kvh, p.k_batch_stride,
+                                                       p.k_row_stride, p.k_head_stride);
+                    if (ko >= 0)
+                        *(uint4 *)((T *)p.k_cache + ko + c0) =
+                            *(const uint4 *)(kv_rot_k<T>(a) + kv_rot_row(p, b, s.new_row0, t) + (int64_t)kvh * D + c0);
                 }
             }
         }
