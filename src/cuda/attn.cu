@@ -517,16 +517,18 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev) {
  * then written only once its seq_ok is final (decode items gate their writes; the prefill items of a failed
  * sequence are emptied before the prefill kernel starts on sched_done). The page-slot pass is on the decode
  * kernel's critical path otherwise (~3 kcycles for 2048 slots, ~9.5 for 16384: attn_notes.md).
- * A call that appends starts early only when it has no rotary, head_dim > 32, 16-byte aligned k_new / v_new rows
- * and at most KV_SCHED_APPEND_UNITS (new row, kv head) units. Then there is no append kernel: the decode items read
- * their new keys from k_new / v_new (the bits the cache will hold: without rotary the append copies), so no
- * attention item waits for a store, and the scheduler stores the rows of the ok sequences while the decode kernel
+ * A call that appends starts early only when it has head_dim > 32, 16-byte aligned k_new / v_new rows and at most
+ * KV_SCHED_APPEND_UNITS (new row, kv head) units. Then there is no append kernel: the decode items read their new
+ * keys from k_new / v_new (without rotary: the bits the cache will hold, since the append copies) or, with rotary,
+ * rotate them into the workspace first and read them there (kv_attn_item; kv_rope_k8 gives the append kernel's bits),
+ * so no attention item waits for a store; the scheduler stores the rows of the ok sequences while the decode kernel
  * runs (kv_sched_append, attn_kernels.cuh), before sched_done, on which the prefill items of a decode-first call
- * start. So a row that one sequence appends and another reads in the same call (shared pages or cache rows) may be
- * read before or after its store (docs/DECISIONS.md). The scheduler is one block: a larger append keeps the append
- * kernel, and so does rotary (the append kernel must wait for every check, and the attention for it). Measured
- * against that plain order (attn_notes.md, thirty-fourth session): back to back 14% faster at 8x8192, up to 31% at
- * 16x512, no eligible shape slower beyond noise. */
+ * start (with rotary: the values and the keys no decode item holds; a decode item stores its rotated keys at its
+ * end, once its sequence's verdict is final). So a row that one sequence appends and another reads in the same call
+ * (shared pages or cache rows) may be read before or after its store (docs/DECISIONS.md). The scheduler is one
+ * block: a larger append keeps the append kernel. Measured against that plain order (attn_notes.md): without rotary
+ * (thirty-fourth session) back to back 14% faster at 8x8192, up to 31% at 16x512; with rotary (thirty-fifth) 17% at
+ * 8x8192, 14 - 35% at caches of 256 - 512; no eligible shape slower beyond noise. */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check) {
     if (!dev->early || !fused_check || p->batch <= 0 || p->batch > KV_SCHED_SEQS) return 0;
     if (!(attn_max_rows(p) <= KV_DECODE_ROWS || attn_decode_first(p, dev))) return 0;

@@ -747,13 +747,16 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
  * Early start (KV_EARLY_START, kv_attn_early): -1 and 0 move after 3. Steps 1 - 3 use the per-sequence checks
  * alone, the lists are released on items_ready (the decode kernel starts on it), then the page-slot pass and the
  * finalize step run, the prefill items of failed sequences are emptied, and sched_done is released. */
-/* An early-start decode step that appends (kv_attn_early: no rotary, 16-byte rows of k_new and v_new) has no
- * append kernel, and no attention item waits for a store. The decode items read the new keys [S - L,
- * S - L + n_new) of their range from k_new / v_new themselves (tile_row_address: the bits the cache will hold,
- * since without rotary the append copies). The scheduler stores every new row of the ok sequences after the
- * finalize step, before sched_done (kv_sched_append), while the decode kernel runs; the prefill items of a
- * decode-first call start on sched_done and read the cache. Earlier forms, in which attention items stored rows
- * or waited for them, were slower (dev/experiments/v84, v85).
+/* An early-start decode step that appends (kv_attn_early: 16-byte rows of k_new and v_new) has no append kernel,
+ * and no attention item waits for a store. The decode items read the new keys [S - L, S - L + n_new) of their range
+ * from k_new / v_new themselves (tile_row_address: the bits the cache will hold, since without rotary the append
+ * copies); with rotary (ROPE) they first rotate their new keys into the workspace (kv_rot_k) and read them there,
+ * and store them into the cache at their end, once the verdict is final (kv_attn_item). The scheduler stores every
+ * new row of the ok sequences (with rotary: the values and the keys no decode item holds) after the finalize step,
+ * before sched_done (kv_sched_append), while the decode kernel runs; the prefill items of a decode-first call
+ * start on sched_done and read the cache. Earlier forms, in which attention items stored rows in the tile loop or
+ * waited for them, were slower (dev/experiments/v84, v85); so was the scheduler rotating every key itself (one
+ * round trip more per task: 64x256 +21% against the plain order, thirty-fifth session).
  * kv_append_tasks: tasks (new row, kv head, 16-byte chunk) first, first + step, ... of sequence b, with
  * KV_SCHED_APPEND_ILP loads in flight per thread before their stores (4 spilled 160 bytes: the scheduler has 64
  * registers per thread). kv_sched_append: a warp per sequence; a sequence of more than KV_SCHED_APPEND_WARP_TASKS tasks is
