@@ -128,11 +128,15 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     off += round256((size_t)pl->max_part_rows * pl->pdp * sizeof(float));
     pl->off_part_lse = off;
     off += round256((size_t)pl->max_part_rows * sizeof(float));
-    /* the rotated new keys of an early step that appends with rotary (kv_attn_early, kv_attn_item): every call
-     * whose shapes allow it reserves them, so that the size does not depend on the device's flags */
+    /* the rotated new keys of an early step that appends with rotary (kv_attn_early, kv_attn_item): every call that
+     * appends with rotary reserves them, whatever the device's flags, and a call past KV_SCHED_APPEND_UNITS (plain
+     * order) reserves as many as the largest early one, so that a workspace sized for a larger call also serves a
+     * smaller one */
     pl->off_rot_k = off; /* = off_part_lse + round256(its bytes): kv_rot_k derives it so */
-    if (p->rotary_cos && kv_new_rows(p) > 0 && kv_new_rows(p) * Hk <= KV_SCHED_APPEND_UNITS)
-        off += round256((size_t)kv_new_rows(p) * Hk * p->head_dim * 2);
+    if (p->rotary_cos && kv_new_rows(p) > 0) {
+        const int64_t units = kv_new_rows(p) * Hk;
+        off += round256((size_t)(units < KV_SCHED_APPEND_UNITS ? units : KV_SCHED_APPEND_UNITS) * p->head_dim * 2);
+    }
     pl->bytes = off;
 }
 

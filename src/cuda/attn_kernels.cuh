@@ -63,6 +63,11 @@
 #ifndef KV_DEV_ROPE_NO_ITEM_STORE
 #define KV_DEV_ROPE_NO_ITEM_STORE 0
 #endif
+/* KV_DEV_ROPE_STORE_UNGATED=1: the items store their keys whatever the verdict (must fail test_cuda_bad_data: a
+ * victim whose page check fails keeps its cache untouched) */
+#ifndef KV_DEV_ROPE_STORE_UNGATED
+#define KV_DEV_ROPE_STORE_UNGATED 0
+#endif
 #define KV_SCHED_SEQS 2048     /* batches up to this size keep the scheduler's per-sequence facts in smem */
 static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a thread at most two sequences");
 #define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
@@ -1545,7 +1550,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                                               p.knew_row_stride) +
                                 (int64_t)kvh * p.knew_head_stride;
                 uint4 kx = *(const uint4 *)(krow + c0);
-                /* (a position past the table: a failed sequence, whose output is never written) */
+                /* (a guard only: a sequence whose new positions pass the table fails its per-sequence checks and
+                 * gets no items) */
                 if (!KV_DEV_ROPE_ITEMS_UNROTATED && c0 < p.rotary_dim && pos < p.rotary_max_pos)
                     kv_rope_k8<T>(p, krow, c0, pos, (T *)&kx);
                 *(uint4 *)(kv_rot_k<T>(a) + kv_rot_row(p, b, s.new_row0, t) + (int64_t)kvh * D + c0) = kx;
@@ -1985,7 +1991,9 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         if constexpr (APPEND && ROPE) {
             const int32_t j0 = max(it.klo, nb0), j1 = min(it.khi, nb0 + s.n_new);
             if (j1 > j0 && !KV_DEV_ROPE_NO_ITEM_STORE) {
-                const int v = gate ? verdict : kv_seq_verdict(a.seq_ok, b, kv_ld_relaxed_s8(a.seq_ok + b));
+                const int v = KV_DEV_ROPE_STORE_UNGATED ? 1
+                              : gate                      ? verdict
+                                                          : kv_seq_verdict(a.seq_ok, b, kv_ld_relaxed_s8(a.seq_ok + b));
                 const int chd = D / 8;
                 for (int e = tid; v == 1 && e < (j1 - j0) * chd; e += KV_THREADS) {
                     const int32_t t = j0 - nb0 + e / chd;
