@@ -5,7 +5,8 @@
  * both caches. Paged (page 16, reshuffled pool every replay) and contiguous, all taking the early start (attn.cu
  * kv_attn_early: the scheduler stores the new rows while the decode kernel runs): without rotary (the decode items
  * read the new rows from k_new / v_new) and with rotary, full (128, halves paired) or partial (64, interleaved
- * pairs): the decode items rotate their new keys into the workspace and read them there. */
+ * pairs): the decode items rotate their new keys into the workspace and read them there; and, at head dim 32 with
+ * rotary, the plain order (the append kernel, then the attention: attn.cu KV_APPEND_MIN_DP). */
 #include "test_cuda_common.h"
 
 #define NB 8
@@ -42,9 +43,13 @@ static void check_out(const kvt_problem *P, const double *oref, const double *lr
     free(l);
 }
 
-static void graph_case(int paged, int dtype, int rotary) {
-    kvt_case_begin("graph replay, %s, %s, %s", paged ? "paged 16" : "contiguous", dtype == KVATTN_BF16 ? "bf16" : "fp16",
-                   !rotary ? "no rotary" : dtype == KVATTN_BF16 ? "rotary 128, halves" : "rotary 64, interleaved");
+static void graph_case(int paged, int dtype, int rotary, int head_dim) {
+    kvt_case_begin("graph replay, %s, %s, head dim %d, %s", paged ? "paged 16" : "contiguous",
+                   dtype == KVATTN_BF16 ? "bf16" : "fp16", head_dim,
+                   !rotary                ? "no rotary"
+                   : head_dim < 64        ? "rotary 32, halves (plain order)"
+                   : dtype == KVATTN_BF16 ? "rotary 128, halves"
+                                          : "rotary 64, interleaved");
     int n_q[NB], n_new[NB], S[NB];
     for (int b = 0; b < NB; b++) {
         n_q[b] = n_new[b] = 1;
@@ -58,8 +63,9 @@ static void graph_case(int paged, int dtype, int rotary) {
     sp.S = S;
     sp.paged = paged;
     sp.extra_pages = 16;
-    sp.rotary_dim = !rotary ? 0 : dtype == KVATTN_BF16 ? 128 : 64;
-    sp.rotary_interleaved = rotary && dtype == KVATTN_F16;
+    sp.D = head_dim;
+    sp.rotary_dim = !rotary ? 0 : head_dim < 64 ? head_dim : dtype == KVATTN_BF16 ? 128 : 64;
+    sp.rotary_interleaved = rotary && head_dim >= 64 && dtype == KVATTN_F16;
     kvt_problem P;
     cu_build(&P, &sp);
     cudaStream_t stream = NULL;
@@ -161,14 +167,16 @@ done:
 
 int main(void) {
     kvt_init("test_cuda_graph");
-    if (!cu_gpu_or_skip(8)) return kvt_finish();
+    if (!cu_gpu_or_skip(10)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
     for (int rotary = 1; rotary >= 0; rotary--) {
-        graph_case(1, KVATTN_BF16, rotary);
-        graph_case(0, KVATTN_BF16, rotary);
-        graph_case(1, KVATTN_F16, rotary);
-        graph_case(0, KVATTN_F16, rotary);
+        graph_case(1, KVATTN_BF16, rotary, 128);
+        graph_case(0, KVATTN_BF16, rotary, 128);
+        graph_case(1, KVATTN_F16, rotary, 128);
+        graph_case(0, KVATTN_F16, rotary, 128);
     }
+    graph_case(1, KVATTN_BF16, 1, 32);
+    graph_case(0, KVATTN_F16, 1, 32);
 #endif
     return kvt_finish();
 }
