@@ -28,6 +28,8 @@ static void *g_kc, *g_vc;          /* device pool */
 static uint16_t *g_kc_h, *g_vc_h;  /* host copy of the initial pool (the reference reads it) */
 static seqdata g_seq[NSEQ];
 static int g_no_append; /* 1: calls append nothing (k_new NULL): decode steps of the early start and lean path */
+static void *g_rcos, *g_rsin; /* non-NULL: the calls append with rotary (fp32 tables, dim 64, interleaved pairs) */
+static int g_rmax;            /* the tables' positions */
 
 /* Runs the sequences ids[0..n) as one batch; returns out rows [total_q, H, D] and lse [H, total_q] (host). */
 static int run_batch(const int *ids, int n, int batch_invariant, int num_splits, uint16_t **out_h, float **lse_h,
@@ -104,6 +106,14 @@ static int run_batch(const int *ids, int n, int batch_invariant, int num_splits,
     p.page_size = PS;
     p.cache_seqlens = dsl;
     p.causal = 1;
+    if (g_rcos) {
+        p.rotary_cos = g_rcos;
+        p.rotary_sin = g_rsin;
+        p.rotary_dtype = KVATTN_F32;
+        p.rotary_dim = 64;
+        p.rotary_interleaved = 1;
+        p.rotary_max_pos = g_rmax;
+    }
     if (g_no_append) {
         p.k_new = p.v_new = NULL;
         p.cu_seqlens_knew = NULL;
@@ -200,6 +210,14 @@ static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
     p.page_size = PS;
     p.cache_seqlens = sl;
     p.causal = 1;
+    if (g_rcos) {
+        p.rotary_cos = g_rcos;
+        p.rotary_sin = g_rsin;
+        p.rotary_dtype = KVATTN_F32;
+        p.rotary_dim = 64;
+        p.rotary_interleaved = 1;
+        p.rotary_max_pos = g_rmax;
+    }
     if (g_no_append) {
         p.k_new = p.v_new = NULL;
         p.cu_seqlens_knew = NULL;
@@ -227,7 +245,7 @@ static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
 
 int main(void) {
     kvt_init("test_cuda_invariance");
-    if (!cu_gpu_or_skip(8)) return kvt_finish();
+    if (!cu_gpu_or_skip(12)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
     /* sequences: 0 = long target (S 20000, 5 queries), 1 = short decode target, 2 - 4 one query over 4 batch-
      * invariant pieces (S 6145 - 8192), 5 one query over 4 auto pieces when alone (S 3073 - 4096); the rest varied */
@@ -449,6 +467,57 @@ int main(void) {
         kvt_case_end();
     }
     g_no_append = 0;
+    /* Appends with rotary: a one-query sequence alone is a decode step that starts early, its decode items rotating
+     * its new key into the workspace (kv_attn_item, ROPE); in the batch of 200 (over 1024 new rows x kv heads, and
+     * prompts) the append kernel rotates it first (the plain order). The cache then holds, and the attention reads,
+     * the same bits only if both rotate alike (kv_rope_k8): out and lse bits compared. Target 1 (S 100, one item)
+     * and the longest one-query sequence (split: its last piece holds the new key and stores it after the verdict). */
+    {
+        g_rmax = 0;
+        for (int i = 0; i < NSEQ; i++)
+            if (g_seq[i].S + g_seq[i].n_q > g_rmax) g_rmax = g_seq[i].S + g_seq[i].n_q;
+        const size_t te = (size_t)g_rmax * 32;
+        float *c = malloc(te * 4), *sn = malloc(te * 4);
+        for (int pos = 0; pos < g_rmax; pos++)
+            for (int i = 0; i < 32; i++) {
+                const double th = pos * pow(10000.0, -2.0 * i / 64);
+                c[(size_t)pos * 32 + i] = (float)cos(th);
+                sn[(size_t)pos * 32 + i] = (float)sin(th);
+            }
+        cudaMalloc(&g_rcos, te * 4);
+        cudaMalloc(&g_rsin, te * 4);
+        cudaMemcpy(g_rcos, c, te * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(g_rsin, sn, te * 4, cudaMemcpyHostToDevice);
+        free(c);
+        free(sn);
+        int one = -1; /* the longest one-query sequence */
+        for (int i = 2; i < NSEQ; i++)
+            if (g_seq[i].n_q == 1 && (one < 0 || g_seq[i].S > g_seq[one].S)) one = i;
+        for (int k = 0; k < 2; k++) {
+            const int target = k == 0 ? 1 : one;
+            kvt_case_begin("rotary append, batch invariance, target %d (S=%d): alone (early start, the items rotate) "
+                           "vs in a batch of %d (plain order, the append kernel rotates), batch_invariant, bits", target,
+                           target >= 0 ? g_seq[target].S : -1, NSEQ);
+            if (target < 0) {
+                kvt_failf("test setup: no one-query sequence");
+                kvt_case_end();
+                continue;
+            }
+            uint16_t *oa, *ob;
+            float *la, *lb;
+            int ta, tb;
+            int alone[1] = {target}; /* (batch_invariant: the auto split of a batch differs from one alone) */
+            run_batch(alone, 1, 1, 0, &oa, &la, &ta);
+            run_batch(order, NSEQ, 1, 0, &ob, &lb, &tb);
+            compare_target("batch of 200 vs alone", target, oa, la, 0, ta, ob, lb, row_of(order, NSEQ, target), tb);
+            free(oa); free(ob);
+            free(la); free(lb);
+            kvt_case_end();
+        }
+        cudaFree(g_rcos);
+        cudaFree(g_rsin);
+        g_rcos = g_rsin = NULL;
+    }
     cudaFree(g_kc);
     cudaFree(g_vc);
     free(g_kc_h);
