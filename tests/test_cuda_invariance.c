@@ -210,14 +210,6 @@ static void check_alone_ref(int id, const uint16_t *out, const float *lse) {
     p.page_size = PS;
     p.cache_seqlens = sl;
     p.causal = 1;
-    if (g_rcos) {
-        p.rotary_cos = g_rcos;
-        p.rotary_sin = g_rsin;
-        p.rotary_dtype = KVATTN_F32;
-        p.rotary_dim = 64;
-        p.rotary_interleaved = 1;
-        p.rotary_max_pos = g_rmax;
-    }
     if (g_no_append) {
         p.k_new = p.v_new = NULL;
         p.cu_seqlens_knew = NULL;
