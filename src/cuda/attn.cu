@@ -313,24 +313,13 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     a.prefill_rows = pl->prefill_rows;
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
-        if ((a.no_wait & KV_LEAN_SCHED) && rope) /* (ROPE: it rotates the new keys it stores) */
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true, true, true>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
-        else if (rope)
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false, true, true>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
-        else if ((a.no_wait & KV_LEAN_SCHED) && app) /* (APPEND: the scheduler stores the new rows) */
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true, true>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
-        else if (app)
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false, true>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
-        else if (a.no_wait & KV_LEAN_SCHED)
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<true>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
-        else
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_schedule_kernel<false>, 1, KV_SCHED_THREADS, 0, stream,
-                                        a.fused_check ? 0 : dev->pdl, *p, a));
+        /* APPEND: the scheduler stores the new rows; ROPE: it rotates those it stores (kv_sched_append) */
+        const bool ls = (a.no_wait & KV_LEAN_SCHED) != 0;
+        void (*sched)(kvattn_params, kv_attn_args) =
+            rope  ? (ls ? kv_attn_schedule_kernel<true, true, true> : kv_attn_schedule_kernel<false, true, true>)
+            : app ? (ls ? kv_attn_schedule_kernel<true, true> : kv_attn_schedule_kernel<false, true>)
+                  : (ls ? kv_attn_schedule_kernel<true> : kv_attn_schedule_kernel<false>);
+        KV_CUDA_CHECK_RET(kv_launch(sched, 1, KV_SCHED_THREADS, 0, stream, a.fused_check ? 0 : dev->pdl, *p, a));
         return KVATTN_OK;
     }
     /* which lists can be non-empty is known from the shapes: a fixed-length batch of one query row per
@@ -365,35 +354,20 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     };
     auto launch_decode = [&](int32_t no_wait) -> int {
         a.no_wait = no_wait | early | lean;
+        /* early && lean: its first item from its own lean plan (kv_attn_kernel); app implies early */
+        void (*dec)(kvattn_params, kv_attn_args) =
+            !early ? kv_attn_kernel<T, DP, NSD, true>
+            : lean ? kv_attn_kernel<T, DP, NSD, true, true, true>
+                   : kv_attn_kernel<T, DP, NSD, true, true>;
         if constexpr (DP >= KV_APPEND_MIN_DP) {
-            if (early && rope) {
-                if (lean)
-                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true, true, true>, a.grid_ctas,
-                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
-                else
-                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, false, true, true>, a.grid_ctas,
-                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
-                return KVATTN_OK;
-            }
-            if (early && app) { /* (app implies early) */
-                if (lean)
-                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true, true>, a.grid_ctas,
-                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
-                else
-                    KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, false, true>, a.grid_ctas,
-                                                KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
-                return KVATTN_OK;
-            }
+            if (early && rope)
+                dec = lean ? kv_attn_kernel<T, DP, NSD, true, true, true, true, true>
+                           : kv_attn_kernel<T, DP, NSD, true, true, false, true, true>;
+            else if (early && app)
+                dec = lean ? kv_attn_kernel<T, DP, NSD, true, true, true, true>
+                           : kv_attn_kernel<T, DP, NSD, true, true, false, true>;
         }
-        if (early && lean) /* its first item from its own lean plan (kv_attn_kernel) */
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true, true>, a.grid_ctas, KV_THREADS,
-                                        pl->smem_dec, stream, dev->pdl, *p, a));
-        else if (early)
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true, true>, a.grid_ctas, KV_THREADS, pl->smem_dec,
-                                        stream, dev->pdl, *p, a));
-        else
-            KV_CUDA_CHECK_RET(kv_launch(kv_attn_kernel<T, DP, NSD, true>, a.grid_ctas, KV_THREADS, pl->smem_dec,
-                                        stream, dev->pdl, *p, a));
+        KV_CUDA_CHECK_RET(kv_launch(dec, a.grid_ctas, KV_THREADS, pl->smem_dec, stream, dev->pdl, *p, a));
         return KVATTN_OK;
     };
     if (decode_first) {
