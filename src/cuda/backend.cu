@@ -275,24 +275,6 @@ __global__ void __launch_bounds__(KV_APPEND_THREADS)
     }
 }
 
-/* 16-byte access is possible when every base is 16-byte aligned and every stride a multiple of 8 elements. */
-int kv_append_vectorizable(const kvattn_params *p) {
-    if (p->head_dim % 8) return 0;
-    const void *ptrs[4] = {p->k_new, p->v_new, p->k_cache, p->v_cache};
-    for (int i = 0; i < 4; i++)
-        if ((uintptr_t)ptrs[i] % 16) return 0;
-    const int64_t strides[12] = {p->knew_batch_stride, p->knew_row_stride, p->knew_head_stride,
-                                 p->vnew_batch_stride, p->vnew_row_stride, p->vnew_head_stride,
-                                 p->k_batch_stride,    p->k_row_stride,    p->k_head_stride,
-                                 p->v_batch_stride,    p->v_row_stride,    p->v_head_stride};
-    for (int i = 0; i < 12; i++) {
-        /* batch strides of the new rows only matter in fixed mode */
-        if ((i == 0 || i == 3) && p->cu_seqlens_knew) continue;
-        if (strides[i] % 8) return 0;
-    }
-    return 1;
-}
-
 /* ---- entry points -------------------------------------------------------------------------------------- */
 extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t workspace_bytes, void *stream_) {
     cudaStream_t stream = (cudaStream_t)stream_;

@@ -193,10 +193,26 @@ int kv_attn_check_fused(const kvattn_params *p, const kv_device_info *dev);
  * kv_attn_early, the two must agree). Returns KVATTN_OK or an error status (kv_set_error). */
 int kv_attn_launch(const kvattn_params *p, const int8_t *seq_ok, void *attn_ws, size_t attn_ws_bytes,
                    const kv_device_info *dev, int fused_check, cudaStream_t stream);
-/* backend.cu: 1 when every row of k_new, v_new and both caches can be read and written in 16-byte pieces (16-byte
- * aligned bases, strides in multiples of 8 elements, head_dim % 8 == 0): the append kernel's vector path, and a
- * condition of the early append (kv_attn_early). */
-int kv_append_vectorizable(const kvattn_params *p);
+/* 1 when every row of k_new, v_new and both caches can be read and written in 16-byte pieces (16-byte aligned bases,
+ * strides in multiples of 8 elements, head_dim % 8 == 0): the append kernel's vector path (backend.cu), and a
+ * condition of the early append (kv_attn_early, attn.cu). Inline here so that attn.cu needs no other object (the
+ * dev harness dev/attn_test.cu compiles it alone). */
+static inline int kv_append_vectorizable(const kvattn_params *p) {
+    if (p->head_dim % 8) return 0;
+    const void *ptrs[4] = {p->k_new, p->v_new, p->k_cache, p->v_cache};
+    for (int i = 0; i < 4; i++)
+        if ((uintptr_t)ptrs[i] % 16) return 0;
+    const int64_t strides[12] = {p->knew_batch_stride, p->knew_row_stride, p->knew_head_stride,
+                                 p->vnew_batch_stride, p->vnew_row_stride, p->vnew_head_stride,
+                                 p->k_batch_stride,    p->k_row_stride,    p->k_head_stride,
+                                 p->v_batch_stride,    p->v_row_stride,    p->v_head_stride};
+    for (int i = 0; i < 12; i++) {
+        /* batch strides of the new rows only matter in fixed mode */
+        if ((i == 0 || i == 3) && p->cu_seqlens_knew) continue;
+        if (strides[i] % 8) return 0;
+    }
+    return 1;
+}
 /* attn.cu: 1 when the call's decode kernel starts before the scheduler's page checks end (KV_EARLY_START). */
 int kv_attn_early(const kvattn_params *p, const kv_device_info *dev, int fused_check);
 /* attn.cu: every host-side step of kv_attn_launch that can fail (support, workspace size, per-variant smem
