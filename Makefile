@@ -3,6 +3,7 @@
 #   make test        build and run every test (GPU tests too when a GPU is present; Python tests if numpy)
 #   make test-asan   the C tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo        the inflight-batching demo (GPU when present, else CPU)
+#   make dev         the dev harnesses of dev/*.cu into $(BUILD)/dev (experiments and measurements, not tests)
 #   make install PREFIX=/usr/local
 CC       ?= gcc
 PYTHON   ?= python3
@@ -42,7 +43,7 @@ TEST_COMMON_OBJ = $(TEST_COMMON_SRC:tests/common/%.c=$(BUILD)/obj/tests/%.o)
 TEST_SRC  = $(wildcard tests/test_*.c)
 TEST_BINS = $(TEST_SRC:tests/%.c=$(BUILD)/%)
 
-.PHONY: all lib test test-c test-python test-asan demo bench compare install clean
+.PHONY: all lib test test-c test-python test-asan demo bench dev compare install clean
 all: lib
 lib: $(BUILD)/libkvattn.so $(BUILD)/libkvattn.a
 
@@ -93,6 +94,20 @@ demo: $(BUILD)/demo
 $(BUILD)/bench_%: bench/bench_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 bench: $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench_*.c))
+
+# the dev harnesses (dev/*.cu: kernel experiments and measurements, never tests; see each file's header). `make dev`
+# builds them into $(BUILD)/dev with SASS for CUDA_ARCH; CI runs `make dev DEV_CODE=compute` (PTX only: no ptxas,
+# ~2.5 min on 2 cores), which checks that they still compile and link against the library's sources
+DEV_CODE ?= sm
+DEV_NVCC = $(NVCC) -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=$(DEV_CODE)_$(CUDA_ARCH) -Iinclude -Isrc \
+           --expt-relaxed-constexpr -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0) -Xcompiler -fopenmp
+DEV_BINS = $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/*.cu))
+dev: $(DEV_BINS)
+$(BUILD)/dev/host_cost: DEV_LIBS = $(BUILD)/libkvattn.a $(CUDA_LIBS)
+$(BUILD)/dev/host_cost: $(BUILD)/libkvattn.a
+$(BUILD)/dev/%: dev/%.cu include/kvattn.h src/internal.h $(CU_SRC) $(wildcard src/cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(DEV_NVCC) $< $(DEV_LIBS) -lgomp -o $@
 
 # side-by-side benchmark against the peers, on a GPU machine (see bench/run_compare.sh for the carried wheels)
 compare:
