@@ -18,9 +18,11 @@
  *      is the previous call's final value, a list word that is not this call's, or a final verdict that is not
  *      this call's. Also counted: reads that saw PENDING / the flag 0 (K2 ran while K1 still worked, so the
  *      overlap the check needs really happened).
- * Calls go back to back in one stream (as a model's layers issue them) and, in a second round, each followed by a
- * stream synchronization (isolated).
- * Usage: pdl_visibility [calls (20000)]; exit 0: no violation and overlap seen, 1: a violation, 2: no overlap.
+ * Calls go back to back in one stream (as a model's layers issue them); in a second round each is followed by a
+ * stream synchronization (isolated); in a third, the pair is captured once in a CUDA graph (the PDL launch becomes
+ * a programmatic edge) and replayed back to back, the call number set in both kernel nodes before each replay.
+ * Usage: pdl_visibility [calls (20000)] [mutant]; exit 0: no violation and overlap seen in every round, 1: a violation,
+ * 2: a round without overlap.
  * Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a dev/pdl_visibility.cu -o pdl_visibility */
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,10 @@
 #define NLIST 512
 #define PENDING 2
 #define GRID 264
+
+/* the harness's own mutant (argument `mutant`): the scheduler triggers before its resets, as a scheduler that
+ * broke the rule would; the check must then see stale reads (exit 1), or it could not fail */
+__constant__ int kTriggerFirst;
 
 struct shared_state {
     int ready;
@@ -66,6 +72,11 @@ static __device__ __forceinline__ void spin(unsigned ns) {
 }
 
 __global__ void k_sched(shared_state *s, int call, unsigned d1, unsigned d2) {
+    if (kTriggerFirst) { /* the mutant: trigger, let the dependents start, then reset */
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        if (threadIdx.x == 0) spin(20000);
+        __syncthreads();
+    }
     for (int b = threadIdx.x; b < NSEQ; b += blockDim.x) s->verdict[b] = PENDING;
     if (threadIdx.x == 0) s->ready = 0;
     __threadfence();
@@ -111,6 +122,9 @@ __global__ void __launch_bounds__(128, 2) k_decode(shared_state *s, counters *c,
 
 int main(int argc, char **argv) {
     const int calls = argc > 1 ? atoi(argv[1]) : 20000;
+    const int mutant = argc > 2 && !strcmp(argv[2], "mutant");
+    CK(cudaMemcpyToSymbol(kTriggerFirst, &mutant, sizeof mutant));
+    if (mutant) printf("MUTANT: the scheduler triggers before its resets (a violation is expected)\n");
     shared_state *s;
     counters *c, h;
     CK(cudaMalloc(&s, sizeof *s));
@@ -131,13 +145,52 @@ int main(int argc, char **argv) {
     cfg.stream = st;
     cfg.attrs = &at;
     cfg.numAttrs = 1;
-    int fail = 0, overlap = 0;
-    for (int round = 0; round < 2; round++) {
+    /* round 2: the pair captured once; its two kernel nodes found by their function */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t nodes[8], n_sched = NULL, n_dec = NULL;
+    {
+        const int one = 1;
+        const unsigned zero = 0;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        k_sched<<<1, 256, 0, st>>>(s, one, zero, zero);
+        CK(cudaLaunchKernelEx(&cfg, k_decode, s, c, one));
+        CK(cudaStreamEndCapture(st, &graph));
+        size_t n = 8;
+        CK(cudaGraphGetNodes(graph, nodes, &n));
+        for (size_t k = 0; k < n; k++) {
+            cudaKernelNodeParams kp;
+            if (cudaGraphKernelNodeGetParams(nodes[k], &kp) != cudaSuccess) continue;
+            if (kp.func == (void *)k_sched) n_sched = nodes[k];
+            if (kp.func == (void *)k_decode) n_dec = nodes[k];
+        }
+        if (!n_sched || !n_dec) {
+            fprintf(stderr, "pdl_visibility: the captured graph lacks a kernel node\n");
+            return 1;
+        }
+        CK(cudaGraphInstantiate(&exec, graph, 0));
+    }
+    const char *round_name[3] = {"back to back", "isolated (sync after each call)", "graph replays, back to back"};
+    int fail = 0, overlap = 1; /* overlap: every round saw the decode kernel run while the scheduler worked */
+    for (int round = 0; round < 3; round++) {
         CK(cudaMemset(c, 0, sizeof *c));
         unsigned x = 12345u + round;
         for (int i = 1; i <= calls; i++) {
             x = x * 1664525u + 1013904223u;
-            const unsigned d1 = (x >> 8) % 4000u, d2 = (x >> 20) % 12000u; /* 0 - 4 us, 0 - 12 us */
+            unsigned d1 = (x >> 8) % 4000u, d2 = (x >> 20) % 12000u; /* 0 - 4 us, 0 - 12 us */
+            if (round == 2) {
+                cudaKernelNodeParams kp;
+                CK(cudaGraphKernelNodeGetParams(n_sched, &kp));
+                void *sa[4] = {&s, &i, &d1, &d2};
+                kp.kernelParams = sa;
+                CK(cudaGraphExecKernelNodeSetParams(exec, n_sched, &kp));
+                CK(cudaGraphKernelNodeGetParams(n_dec, &kp));
+                void *da[3] = {&s, &c, &i};
+                kp.kernelParams = da;
+                CK(cudaGraphExecKernelNodeSetParams(exec, n_dec, &kp));
+                CK(cudaGraphLaunch(exec, st));
+                continue;
+            }
             k_sched<<<1, 256, 0, st>>>(s, i, d1, d2);
             CK(cudaGetLastError());
             CK(cudaLaunchKernelEx(&cfg, k_decode, s, c, i));
@@ -148,12 +201,13 @@ int main(int argc, char **argv) {
         const unsigned long long reads = (unsigned long long)calls * GRID;
         printf("%s: %d calls x %d blocks: stale first verdicts %llu, stale list words %llu, wrong final verdicts %llu;"
                " first verdict read PENDING %llu (%.1f%%), flag read 0 %llu (%.1f%%)\n",
-               round ? "isolated (sync after each call)" : "back to back", calls, GRID, h.stale_first, h.bad_list,
+               round_name[round], calls, GRID, h.stale_first, h.bad_list,
                h.bad_final, h.first_pending, 100.0 * h.first_pending / reads, h.flag_zero, 100.0 * h.flag_zero / reads);
         fail |= h.stale_first || h.bad_list || h.bad_final;
-        overlap |= h.first_pending > 0;
+        if (!h.first_pending) printf("  (this round never overlapped: nothing tested in it)\n");
+        overlap &= h.first_pending > 0;
     }
     printf("pdl_visibility: %s\n", fail ? "VIOLATION: a PDL kernel saw its predecessor's pre-trigger writes undone"
-                                   : overlap ? "every read saw this call's values" : "NOT TESTED (no overlap)");
+                                   : overlap ? "every read saw this call's values" : "NOT TESTED (a round without overlap)");
     return fail ? 1 : overlap ? 0 : 2;
 }
