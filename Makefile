@@ -106,6 +106,7 @@ dev: $(DEV_BINS)
 $(BUILD)/dev/host_cost: DEV_LIBS = $(BUILD)/libkvattn.a $(CUDA_LIBS)
 $(BUILD)/dev/host_cost: $(BUILD)/libkvattn.a
 $(BUILD)/dev/%: dev/%.cu include/kvattn.h src/internal.h $(CU_SRC) $(wildcard src/cuda/*.cuh)
+	$(if $(NVCC),,$(error make dev: the dev harnesses need nvcc (the CUDA toolkit); none was found))
 	@mkdir -p $(dir $@)
 	$(DEV_NVCC) $< $(DEV_LIBS) -lgomp -o $@
 
