@@ -104,7 +104,7 @@ DEV_NVCC = $(NVCC) -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=$(DEV_
 DEV_BINS = $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/*.cu))
 dev: $(DEV_BINS)
 $(BUILD)/dev/host_cost: DEV_LIBS = $(BUILD)/libkvattn.a $(CUDA_LIBS)
-$(BUILD)/dev/host_cost: $(BUILD)/libkvattn.a
+$(BUILD)/dev/host_cost: $(BUILD)/libkvattn.a bench/bench_kernels.cu
 $(BUILD)/dev/%: dev/%.cu include/kvattn.h src/internal.h $(CU_SRC) $(wildcard src/cuda/*.cuh)
 	$(if $(NVCC),,$(error make dev: the dev harnesses need nvcc (the CUDA toolkit); none was found))
 	@mkdir -p $(dir $@)
