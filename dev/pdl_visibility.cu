@@ -27,29 +27,34 @@
  * programmatic edge) and replayed back to back, the call number set in the kernel nodes before each replay.
  * Usage: pdl_visibility [calls (20000)] [mutant]; exit 0: no violation and overlap seen in every round, 1: a
  * violation, 2: a round without overlap (nothing tested) or bad arguments.
- * Build: nvcc -O2 -gencode arch=compute_90a,code=sm_90a dev/pdl_visibility.cu -o pdl_visibility */
+ * Build: make dev (build/dev/pdl_visibility), or nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Iinclude
+ *        -Isrc --expt-relaxed-constexpr dev/pdl_visibility.cu -o pdl_visibility */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+/* the library's own flag and verdict helpers (kv_ld_relaxed, kv_ld_relaxed_s8, kv_ld_acquire, kv_st_release,
+ * kv_lists_acquire, kv_seq_verdict) and constants (KV_SEQ_PENDING, KV_SCHED_THREADS), so that the harness runs
+ * the very loads the kernels run */
+#include "cuda/attn_kernels.cuh"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 #define NSEQ 64
 #define NLIST 512
-#define PENDING 2
-#define SCHED_THREADS 1024 /* as KV_SCHED_THREADS */
+#define PENDING KV_SEQ_PENDING
+#define SCHED_THREADS KV_SCHED_THREADS
 
 /* the harness's own mutant (argument `mutant`): the scheduler triggers before its resets, as a scheduler that
  * broke the rule would; the check must then see stale reads (exit 1), or it could not fail */
 __constant__ int kTriggerFirst;
 
 struct shared_state {
-    int ready, done;   /* items_ready, sched_done */
-    int list[NLIST];   /* the decode items */
-    int plist[NLIST];  /* the prefill items */
-    signed char verdict[NSEQ];
+    int32_t ready, done; /* items_ready, sched_done */
+    int list[NLIST];     /* the decode items */
+    int plist[NLIST];    /* the prefill items */
+    int8_t verdict[NSEQ];
 };
 struct counters {
     unsigned long long stale_first, bad_list, bad_final, bad_plist; /* violations */
@@ -60,24 +65,6 @@ static __device__ __forceinline__ unsigned long long gtime() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
-}
-static __device__ __forceinline__ int ld_relaxed(const int *p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-static __device__ __forceinline__ int ld_acquire(const int *p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-static __device__ __forceinline__ int ld_relaxed_s8(const signed char *p) {
-    int v;
-    asm volatile("ld.relaxed.gpu.global.s8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-static __device__ __forceinline__ void st_release(int *p, int v) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 static __device__ __forceinline__ void spin(unsigned ns) {
     const unsigned long long t0 = gtime();
@@ -102,16 +89,16 @@ __global__ void k_sched(shared_state *s, int call, unsigned d1, unsigned d2, uns
     for (int i = threadIdx.x; i < NLIST; i += blockDim.x) s->list[i] = call;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) st_release(&s->ready, 1);
+    if (threadIdx.x == 0) kv_st_release(&s->ready, 1);
     if (threadIdx.x == 0) spin(d2);
     __syncthreads();
-    for (int b = threadIdx.x; b < NSEQ; b += blockDim.x) s->verdict[b] = (signed char)((call & 1) ? 0 : 1);
+    for (int b = threadIdx.x; b < NSEQ; b += blockDim.x) s->verdict[b] = (int8_t)((call & 1) ? 0 : 1);
     if (threadIdx.x == 0) spin(d3); /* (so that the prefill kernel, launched a hop later, finds done still 0) */
     __syncthreads();
     for (int i = threadIdx.x; i < NLIST; i += blockDim.x) s->plist[i] = call;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) st_release(&s->done, 1);
+    if (threadIdx.x == 0) kv_st_release(&s->done, 1);
 }
 
 /* the early decode kernel: triggers its dependents first (as a self-starting block does), never waits */
@@ -122,36 +109,26 @@ __global__ void __launch_bounds__(128, 2) k_decode(shared_state *s, counters *c,
     pad[0] = 0;
     const int b = blockIdx.x % NSEQ;
     const int mine = (call & 1) ? 0 : 1, prev = 1 - mine;
-    const int v0 = ld_relaxed_s8(&s->verdict[b]);
+    const int v0 = kv_ld_relaxed_s8(&s->verdict[b]);
     if (v0 == PENDING) atomicAdd(&c->first_pending, 1ull);
     else if (v0 == prev) atomicAdd(&c->stale_first, 1ull);
-    int r = ld_relaxed(&s->ready);
-    if (r == 0) atomicAdd(&c->flag_zero, 1ull);
-    while (r == 0) {
-        __nanosleep(32);
-        r = ld_relaxed(&s->ready);
-    }
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    if (kv_ld_relaxed(&s->ready) == 0) atomicAdd(&c->flag_zero, 1ull);
+    kv_lists_acquire(&s->ready); /* relaxed polls, then a fence, as the decode kernel waits for its lists */
     int bad = 0;
     for (int i = (blockIdx.x * 8) % NLIST, k = 0; k < 8; k++) bad |= __ldcg(&s->list[i + k]) != call;
     if (bad) atomicAdd(&c->bad_list, 1ull);
-    int v = v0;
-    while (v == PENDING) {
-        __nanosleep(64);
-        v = ld_relaxed_s8(&s->verdict[b]);
-    }
-    if (v != mine) atomicAdd(&c->bad_final, 1ull);
+    if (kv_seq_verdict(s->verdict, b, v0) != mine) atomicAdd(&c->bad_final, 1ull);
 }
 
 /* the prefill kernel after an early decode kernel: a PDL dependent of the decode kernel (two hops from the
  * scheduler), never waits; polls done with acquire loads, then reads its list from L2 */
 __global__ void k_prefill(shared_state *s, counters *c, int call) {
     if (threadIdx.x != 0) return;
-    int d = ld_acquire(&s->done);
+    int d = kv_ld_acquire(&s->done);
     if (d == 0) atomicAdd(&c->done_zero, 1ull);
-    while (d == 0) {
+    while (d == 0) { /* as the prefill kernel waits for sched_done */
         __nanosleep(64);
-        d = ld_acquire(&s->done);
+        d = kv_ld_acquire(&s->done);
     }
     int bad = 0;
     for (int i = (blockIdx.x * 8) % NLIST, k = 0; k < 8; k++) bad |= __ldcg(&s->plist[i + k]) != call;
