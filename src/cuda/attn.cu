@@ -5,12 +5,12 @@
 #include "cuda/cuda_internal.cuh"
 #include "cuda/attn_kernels.cuh"
 
-/* The sm_90a prefill kernel of padded head dim DP: the warp-specialized form (attn_prefill_ws.cuh) for DP 64 and
- * 128 unless built with KV_PREFILL_WS=0, else kv_prefill_sm90_kernel; its launch configuration. One place for the
+/* The sm_90a prefill kernel of padded head dim DP: the warp-specialized form (attn_prefill_ws.cuh) for DP 64, 128
+ * and 256 unless built with KV_PREFILL_WS=0 (or KV_PREFILL_WS256=0 for DP 256), else kv_prefill_sm90_kernel; its launch configuration. One place for the
  * plan's smem size and the launch (launch_sm90_dp). */
-template <int DP> static constexpr bool kv_prefill_ws() { return KV_PREFILL_WS && DP <= 128; }
+template <int DP> static constexpr bool kv_prefill_ws() { return KV_PREFILL_WS && (DP <= 128 || KV_PREFILL_WS256); }
 template <typename T, int DP>
-using kv_prefill_cfg = typename std::conditional<kv_prefill_ws<DP>(), kv_ws_cfg<T, (DP <= 128 ? DP : 128)>,
+using kv_prefill_cfg = typename std::conditional<kv_prefill_ws<DP>(), kv_ws_cfg<T, DP>,
                                                  kv_sm90_cfg<T, DP>>::type;
 
 /* Everything the three entry points decide, made in one place so that they can never disagree. */
@@ -230,7 +230,7 @@ static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a,
                                   const kv_device_info *dev, cudaStream_t stream) {
     typedef kv_prefill_cfg<T, DP> CF;
     auto kernel = [] {
-        if constexpr (kv_prefill_ws<DP>()) return kv_prefill_ws_kernel<T, (DP <= 128 ? DP : 128)>;
+        if constexpr (kv_prefill_ws<DP>()) return kv_prefill_ws_kernel<T, DP>;
         else return kv_prefill_sm90_kernel<T, DP>;
     }();
     static int ready[KV_MAX_DEVICES];

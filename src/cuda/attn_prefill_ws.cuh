@@ -20,7 +20,7 @@
  * Split pieces merge through kv_attn_piece_done run by the two consumer warpgroups (named barrier 4; the producer
  * goes on with the next items). Memory order: a consumer thread that has observed a stage's full barrier issues
  * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
- * through the async proxy). DP 64 and 128; DP 256 keeps kv_prefill_sm90_kernel.
+ * through the async proxy). DP 64, 128 and 256 (BN 64 at DP 256; kv_prefill_sm90_kernel with KV_PREFILL_WS256=0).
  * Measured on the H200 (bench_cuda --quick, causal bf16 D 128, H 32 / Hk 8, attn_notes.md twenty-ninth session):
  * 1x16384 377 (kv_prefill_sm90_kernel) -> 424 (v76: BN 64, joint stages) -> 472 TFLOP/s (BN 128, K / V rings). */
 #ifndef KVATTN_ATTN_PREFILL_WS_CUH
@@ -29,6 +29,10 @@
 /* 1: prefill items of DP 64 and 128 run on kv_prefill_ws_kernel (attn.cu, launch_sm90_dp) */
 #ifndef KV_PREFILL_WS
 #define KV_PREFILL_WS 1
+#endif
+/* 1: those of DP 256 (head dims 136 - 256) too; 0: they keep kv_prefill_sm90_kernel */
+#ifndef KV_PREFILL_WS256
+#define KV_PREFILL_WS256 1
 #endif
 
 /* 1: a consumer warpgroup issues the next item's Q rows in the current item's tail (see the consumers' loop) */
@@ -39,24 +43,42 @@
 #ifndef KV_WS_BN
 #define KV_WS_BN 128
 #endif
-template <typename T, int DP, int BN_ = KV_WS_BN> struct kv_ws_cfg {
-    static_assert(DP == 64 || DP == 128, "kv_prefill_ws_kernel: DP must be 64 or 128");
-    static_assert(BN_ == 64 || BN_ == 128, "kv_prefill_ws_kernel: BN must be 64 or 128");
+/* K and V stages at DP 256 (BN 64: 32 KB per tile beside Q's 64 KB; five fit with one address slot, ASLOTS). Measured
+ * on the H200 (thirty-seventh session, compare.py D 256 causal prefill, H 32 / 8, B x L = 16k, medians of four rotated
+ * rounds against kv_prefill_sm90_kernel): KS 2 / VS 3 -13.6 / -6.1 / -2.3 / -0.2 / +2.3% at L 1024 / 2048 / 4096 / 8192
+ * / 16384; KS 2 / VS 2 -11.9 / -5.1 / +0.3 / -0.3 / +2.8% */
+#ifndef KV_WS_KS256
+#define KV_WS_KS256 2
+#endif
+#ifndef KV_WS_VS256
+#define KV_WS_VS256 3
+#endif
+/* the producer's registers at DP 256 (the consumers get the rest of the block's pool): 40 (ptxas: ~230 bytes of
+ * spills) was faster at every length than 24 (88 bytes: +1.3 - 2.7%, KS 2 / VS 2, three rotated rounds) */
+#ifndef KV_WS_PREG256
+#define KV_WS_PREG256 40
+#endif
+template <typename T, int DP, int BN_ = (DP == 256 ? 64 : KV_WS_BN)> struct kv_ws_cfg {
+    static_assert(DP == 64 || DP == 128 || DP == 256, "kv_prefill_ws_kernel: DP must be 64, 128 or 256");
+    static_assert(BN_ == 64 || (BN_ == 128 && DP <= 128), "kv_prefill_ws_kernel: BN must be 64, or 128 at DP <= 128");
     static constexpr int BN = BN_;
     static constexpr int KV_BYTES = BN * DP * 2; /* one K or V tile */
     /* K and V stages: K_t is released once S_t is complete, V_t once P_t V_t is (two iterations later), so V needs
      * at least 2 stages and K 1; the rest of ~192 KB of smem deepens both */
-    static constexpr int KS = BN == 128 ? (DP == 64 ? 4 : 2) : (DP == 64 ? 6 : 4);
-    static constexpr int VS = BN == 128 ? (DP == 64 ? 5 : 3) : (DP == 64 ? 7 : 5);
+    static constexpr int KS = DP == 256 ? KV_WS_KS256 : BN == 128 ? (DP == 64 ? 4 : 2) : (DP == 64 ? 6 : 4);
+    static constexpr int VS = DP == 256 ? KV_WS_VS256 : BN == 128 ? (DP == 64 ? 5 : 3) : (DP == 64 ? 7 : 5);
     static constexpr int THREADS = 384;
+    /* slots of the producer's row addresses (static smem): 2, or 1 at DP 256 with 5 stages (the 1 KB it saves lets
+     * Q and five 32 KB tiles fit under the 227 KB limit) */
+    static constexpr int ASLOTS = DP == 256 && KS + VS > 4 ? 1 : 2;
     static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
     static constexpr int SMEM_BYTES = Q_BYTES + (KS + VS) * KV_BYTES + 1024;
     static_assert(VS >= 2 && KS >= 1, "kv_prefill_ws_kernel: stages");
     /* registers per thread (setmaxnreg): the block's pool is 384 x 168; the producer's 128 threads give up
      * 128 x (168 - PREG) for the consumers' 256 x (CREG - 168). Chosen by reading the consumers' spills in the SASS
      * (DP 128 / BN 128 at 224 had 24 spill instructions, at 232 none); ptxas reports no spill in these kernels */
-    static constexpr int PREG = DP == 128 && BN == 128 ? 40 : 56;
-    static constexpr int CREG = DP == 128 && BN == 128 ? 232 : 224;
+    static constexpr int PREG = DP == 256 ? KV_WS_PREG256 : DP == 128 && BN == 128 ? 40 : 56;
+    static constexpr int CREG = DP == 256 ? (384 * 168 - 128 * KV_WS_PREG256) / 256 / 8 * 8 : DP == 128 && BN == 128 ? 232 : 224;
     static_assert(128 * PREG + 256 * CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
 };
 
@@ -148,7 +170,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
 #pragma unroll 1
     for (int32_t t = 0; t <= n_kt; t++) {
-        const int slot = t & 1; /* (steps of consecutive items are apart by the item claim's barriers) */
+        const int slot = CF::ASLOTS == 2 ? t & 1 : 0; /* (steps of consecutive items are apart by the item claim's barriers) */
+        if (CF::ASLOTS == 1 && t > 0) kv_bar_sync(1, 128); /* one slot: the previous step's copies have read it */
 #pragma unroll
         for (int k = 0; k < UNITS; k++) {
             const int32_t j = key(k, t);
@@ -166,8 +189,12 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             KV_WS_ADD(threadIdx.x == 0, wait_slot, KV_WS_CLK_NOW() - tw0); /* the producer's waits for a free stage */
             const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
 #pragma unroll
-            for (int k = 0; k < BN / RSTEP; k++)
-                kv_copy16_row(dst + k * RSTEP * 128, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+            for (int k = 0; k < BN / RSTEP; k++) {
+                /* rows RSTEP apart: the same swizzle phase when RSTEP is a multiple of 8 (DP <= 128); at DP 256
+                 * (RSTEP 4) every other row's chunk is XORed with 4 */
+                const uint32_t dk = RSTEP % 8 == 0 ? k * RSTEP * 128 : kv_sw128<BN>(my_row + k * RSTEP, my_ch) - my_dst;
+                kv_copy16_row(dst + dk, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+            }
             kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
         };
         if (t < n_kt) { /* K_t */
@@ -322,7 +349,8 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         for (int kk = 0; kk < KP; kk++) {
             const uint64_t dv = dv0 + ((kk * 16 * 128) >> 4);
             if constexpr (DP == 64) kv_wgmma<T>::rs64(o, pf[kk], dv, 1);
-            else kv_wgmma<T>::rs128(o, pf[kk], dv, 1);
+            else if constexpr (DP == 128) kv_wgmma<T>::rs128(o, pf[kk], dv, 1);
+            else kv_wgmma<T>::rs256(o, pf[kk], dv, 1);
         }
         kv_wgmma_commit();
     };
@@ -411,7 +439,7 @@ __global__ void __launch_bounds__(384, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef kv_ws_cfg<T, DP> CF;
     extern __shared__ __align__(1024) unsigned char kv_ws_smem[];
-    __shared__ uint64_t s_addr[2][2 * CF::BN]; /* the producer's row addresses of a step (K_t, V_{t-1}), two slots */
+    __shared__ uint64_t s_addr[CF::ASLOTS][2 * CF::BN]; /* the producer's row addresses of a step (K_t, V_{t-1}) */
     __shared__ kv_ws_bars<CF::KS, CF::VS> bars;
     __shared__ int s_flag;
     const uint32_t sbase = (kv_smem_u32(kv_ws_smem) + 1023u) & ~1023u;
