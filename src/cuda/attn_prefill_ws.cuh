@@ -26,7 +26,7 @@
 #ifndef KVATTN_ATTN_PREFILL_WS_CUH
 #define KVATTN_ATTN_PREFILL_WS_CUH
 
-/* 1: prefill items of DP 64 and 128 run on kv_prefill_ws_kernel (attn.cu, launch_sm90_dp) */
+/* 1: prefill items of DP 64 and 128 run on kv_prefill_ws_kernel (attn.cu, launch_sm90_dp); DP 256: below */
 #ifndef KV_PREFILL_WS
 #define KV_PREFILL_WS 1
 #endif
