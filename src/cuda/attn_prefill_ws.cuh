@@ -46,7 +46,8 @@
 /* K and V stages at DP 256 (BN 64: 32 KB per tile beside Q's 64 KB; five fit with one address slot, ASLOTS). Measured
  * on the H200 (thirty-seventh session, compare.py D 256 causal prefill, H 32 / 8, B x L = 16k, medians of four rotated
  * rounds against kv_prefill_sm90_kernel): KS 2 / VS 3 -13.6 / -6.1 / -2.3 / -0.2 / +2.3% at L 1024 / 2048 / 4096 / 8192
- * / 16384; KS 2 / VS 2 -11.9 / -5.1 / +0.3 / -0.3 / +2.8% */
+ * / 16384; KS 2 / VS 2 -11.9 / -5.1 / +0.3 / -0.3 / +2.8%. With the producer's copy offsets computed once (v88b,
+ * three rounds): -15.9 / -10.0 / -1.8 / -4.0 / -0.5% */
 #ifndef KV_WS_KS256
 #define KV_WS_KS256 2
 #endif
@@ -168,6 +169,10 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
     const int my_ch = tid % CH, my_row = tid / CH;
     const uint64_t ch_mask = my_ch * 8 < f.D ? ~0ull : 0ull;
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
+    /* rows RSTEP apart share the 128-byte swizzle's phase (row mod 8) when RSTEP is a multiple of 8 (DP <= 128); at
+     * DP 256 (RSTEP 4) the odd-numbered copies' rows have the other phase: their chunk's extra offset, once */
+    static_assert(RSTEP % 8 == 0 || (2 * RSTEP) % 8 == 0, "kv_ws_produce: row step");
+    const uint32_t odd_dk = RSTEP % 8 == 0 ? 0u : kv_sw128<BN>(my_row + RSTEP, my_ch) - my_dst - RSTEP * 128;
 #pragma unroll 1
     for (int32_t t = 0; t <= n_kt; t++) {
         const int slot = CF::ASLOTS == 2 ? t & 1 : 0; /* (steps of consecutive items are apart by the item claim's barriers) */
@@ -190,9 +195,7 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
 #pragma unroll
             for (int k = 0; k < BN / RSTEP; k++) {
-                /* rows RSTEP apart: the same swizzle phase when RSTEP is a multiple of 8 (DP <= 128); at DP 256
-                 * (RSTEP 4) every other row's chunk is XORed with 4 */
-                const uint32_t dk = RSTEP % 8 == 0 ? k * RSTEP * 128 : kv_sw128<BN>(my_row + k * RSTEP, my_ch) - my_dst;
+                const uint32_t dk = k * RSTEP * 128 + (k & 1 ? odd_dk : 0u);
                 kv_copy16_row(dst + dk, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
             }
             kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
