@@ -6,8 +6,8 @@
 #include "cuda/attn_kernels.cuh"
 
 /* The sm_90a prefill kernel of padded head dim DP: the warp-specialized form (attn_prefill_ws.cuh) for DP 64, 128
- * and 256 unless built with KV_PREFILL_WS=0 (or KV_PREFILL_WS256=0 for DP 256), else kv_prefill_sm90_kernel; its launch configuration. One place for the
- * plan's smem size and the launch (launch_sm90_dp). */
+ * and 256 unless built with KV_PREFILL_WS=0 (or KV_PREFILL_WS256=0 for DP 256), else kv_prefill_sm90_kernel; its
+ * launch configuration. One place for the plan's smem size and the launch (launch_sm90_dp). */
 template <int DP> static constexpr bool kv_prefill_ws() { return KV_PREFILL_WS && (DP <= 128 || KV_PREFILL_WS256); }
 template <typename T, int DP>
 using kv_prefill_cfg = typename std::conditional<kv_prefill_ws<DP>(), kv_ws_cfg<T, DP>,

@@ -77,9 +77,12 @@ template <typename T, int DP, int BN_ = (DP == 256 ? 64 : KV_WS_BN)> struct kv_w
     static_assert(VS >= 2 && KS >= 1, "kv_prefill_ws_kernel: stages");
     /* registers per thread (setmaxnreg): the block's pool is 384 x 168; the producer's 128 threads give up
      * 128 x (168 - PREG) for the consumers' 256 x (CREG - 168). Chosen by reading the consumers' spills in the SASS
-     * (DP 128 / BN 128 at 224 had 24 spill instructions, at 232 none); ptxas reports no spill in these kernels */
+     * (DP 128 / BN 128 at 224 had 24 spill instructions, at 232 none); ptxas reports no spill in the DP 64 / 128
+     * kernels, ~220 bytes in the DP 256 ones (O alone is 128 floats per consumer thread there) */
     static constexpr int PREG = DP == 256 ? KV_WS_PREG256 : DP == 128 && BN == 128 ? 40 : 56;
-    static constexpr int CREG = DP == 256 ? (384 * 168 - 128 * KV_WS_PREG256) / 256 / 8 * 8 : DP == 128 && BN == 128 ? 232 : 224;
+    static constexpr int CREG = DP == 256                  ? (384 * 168 - 128 * KV_WS_PREG256) / 256 / 8 * 8
+                                : DP == 128 && BN == 128 ? 232
+                                                         : 224;
     static_assert(128 * PREG + 256 * CREG <= 384 * 168, "kv_prefill_ws_kernel: register split");
 };
 
@@ -175,7 +178,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
     const uint32_t odd_dk = RSTEP % 8 == 0 ? 0u : kv_sw128<BN>(my_row + RSTEP, my_ch) - my_dst - RSTEP * 128;
 #pragma unroll 1
     for (int32_t t = 0; t <= n_kt; t++) {
-        const int slot = CF::ASLOTS == 2 ? t & 1 : 0; /* (steps of consecutive items are apart by the item claim's barriers) */
+        /* (steps of consecutive items are apart by the item claim's barriers) */
+        const int slot = CF::ASLOTS == 2 ? t & 1 : 0;
         if (CF::ASLOTS == 1 && t > 0) kv_bar_sync(1, 128); /* one slot: the previous step's copies have read it */
 #pragma unroll
         for (int k = 0; k < UNITS; k++) {
