@@ -70,9 +70,9 @@ template <typename T, int DP, int BN_ = (DP == 256 ? 64 : KV_WS_BN)> struct kv_w
     static constexpr int VS = DP == 256 ? KV_WS_VS256 : BN == 128 ? (DP == 64 ? 5 : 3) : (DP == 64 ? 7 : 5);
     static constexpr int THREADS = 384;
     /* slots of the producer's row addresses (static smem): 2, or 1 at DP 256 with 5 stages (the 1 KB it saves lets
-     * Q and five 32 KB tiles fit under the 227 KB limit). The DP 256 block then uses all of it (230400 bytes dynamic
-     * + 2048 static, ncu): a byte more of static smem in this kernel makes its smem attribute, and so every DP 256
-     * prefill call, fail with KVATTN_ERR_CUDA */
+     * Q and five 32 KB tiles fit under the 227 KB limit). The DP 256 block then uses all of it (ncu: 230400 bytes
+     * dynamic + 2048 static, of which the kernel's own variables are ~1.2 KB): static smem past those 2048 bytes
+     * would make its smem attribute, and so every DP 256 prefill call, fail with KVATTN_ERR_CUDA */
     static constexpr int ASLOTS = DP == 256 && KS + VS > 4 ? 1 : 2;
     static constexpr int Q_BYTES = KV_SM90_ROWS * DP * 2;
     static constexpr int SMEM_BYTES = Q_BYTES + (KS + VS) * KV_BYTES + 1024;
