@@ -65,7 +65,7 @@ template <typename T, int DP, int BN_ = (DP == 256 ? 64 : KV_WS_BN)> struct kv_w
     static constexpr int BN = BN_;
     static constexpr int KV_BYTES = BN * DP * 2; /* one K or V tile */
     /* K and V stages: K_t is released once S_t is complete, V_t once P_t V_t is (two iterations later), so V needs
-     * at least 2 stages and K 1; the rest of ~192 KB of smem deepens both */
+     * at least 2 stages and K 1; the rest of the smem deepens both (~192 KB in all at DP 64 / 128, 225 KB at 256) */
     static constexpr int KS = DP == 256 ? KV_WS_KS256 : BN == 128 ? (DP == 64 ? 4 : 2) : (DP == 64 ? 6 : 4);
     static constexpr int VS = DP == 256 ? KV_WS_VS256 : BN == 128 ? (DP == 64 ? 5 : 3) : (DP == 64 ? 7 : 5);
     static constexpr int THREADS = 384;
