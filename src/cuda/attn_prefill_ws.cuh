@@ -43,6 +43,15 @@
 #ifndef KV_WS_BN
 #define KV_WS_BN 128
 #endif
+/* v89: the producer reads its copies' row addresses KV_WS_PBATCH at a time (16-byte smem loads from a layout in which a
+ * thread's addresses of a tile are adjacent), and a thread whose 16-byte chunk lies past the head dim zero-fills it on
+ * a stage's first use only; 0: one 8-byte smem load and the chunk mask per copy (v88b) */
+#ifndef KV_WS_PBATCH
+#define KV_WS_PBATCH 4
+#endif
+#ifndef KV_WS_PBATCH256
+#define KV_WS_PBATCH256 4 /* the same at DP 256 */
+#endif
 /* K and V stages at DP 256 (BN 64: 32 KB per tile beside Q's 64 KB; five fit with one address slot, ASLOTS). Measured
  * on the H200 (thirty-seventh session, compare.py D 256 causal prefill, H 32 / 8, B x L = 16k, medians of four rotated
  * rounds against kv_prefill_sm90_kernel): KS 2 / VS 3 -13.6 / -6.1 / -2.3 / -0.2 / +2.3% at L 1024 / 2048 / 4096 / 8192
@@ -142,12 +151,21 @@ template <int KS, int VS> struct kv_ws_bars {
  * units: unit u < BN is K row u of tile t, unit u >= BN V row u - BN of tile t - 1; thread tid resolves units
  * tid, tid + 128, ... into s_addr (block-table entries read one step ahead), then every producer thread copies
  * its 16-byte chunks of the two tiles. */
+/* v89's slot layout: unit u (K rows 0 .. BN - 1, then V rows) at the index that puts the BN / RSTEP rows copied by one
+ * producer thread (rows RSTEP apart from its row r < RSTEP) next to each other: half * BN + (h % RSTEP) * (BN / RSTEP) +
+ * h / RSTEP for row h of the half */
+template <int BN, int RSTEP> static __device__ __forceinline__ int kv_ws_aidx(int u) {
+    const int h = u % BN;
+    return u - h + (h % RSTEP) * (BN / RSTEP) + h / RSTEP;
+}
+
 template <typename T, int DP, typename CF>
 static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sK,
                                                      uint32_t sV, uint64_t (*s_addr)[2 * CF::BN],
                                                      kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gp) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, CH = DP / 8, RSTEP = 128 / CH;
     constexpr int UNITS = 2 * BN / 128; /* row units per thread */
+    constexpr int PBATCH = DP == 256 ? KV_WS_PBATCH256 : KV_WS_PBATCH;
     const int tid = threadIdx.x;        /* 0 .. 127 */
     const int32_t kt_begin = it.klo / BN;
     const int32_t n_kt = it.khi > it.klo ? (int32_t)kv_ceil_div64(it.khi, BN) - kt_begin : 0;
@@ -172,7 +190,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
 #pragma unroll
     for (int k = 0; k < UNITS; k++) page[k] = page_read(k, 0);
     const int my_ch = tid % CH, my_row = tid / CH;
-    const uint64_t ch_mask = my_ch * 8 < f.D ? ~0ull : 0ull;
+    const bool ch_ok = my_ch * 8 < f.D;
+    const uint64_t ch_mask = ch_ok ? ~0ull : 0ull;
     const uint32_t my_dst = kv_sw128<BN>(my_row, my_ch);
     /* rows RSTEP apart share the 128-byte swizzle's phase (row mod 8) when RSTEP is a multiple of 8 (DP <= 128); at
      * DP 256 (RSTEP 4) the odd-numbered copies' rows have the other phase: their chunk's extra offset, once */
@@ -186,7 +205,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
 #pragma unroll
         for (int k = 0; k < UNITS; k++) {
             const int32_t j = key(k, t);
-            s_addr[slot][tid + 128 * k] = j >= 0 ? ra[k].addr(f.s.L + j, page[k]) : 0;
+            s_addr[slot][PBATCH ? kv_ws_aidx<BN, RSTEP>(tid + 128 * k) : tid + 128 * k] =
+                j >= 0 ? ra[k].addr(f.s.L + j, page[k]) : 0;
             page[k] = page_read(k, t + 1);
         }
         kv_bar_sync(1, 128); /* the step's addresses visible to every producer thread */
@@ -199,10 +219,38 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             kv_mbar_wait(kv_smem_u32(&empty[st]), ((g / NST) & 1) ^ 1);
             KV_WS_ADD(threadIdx.x == 0, wait_slot, KV_WS_CLK_NOW() - tw0); /* the producer's waits for a free stage */
             const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
+            if (PBATCH == 0) {
 #pragma unroll
-            for (int k = 0; k < BN / RSTEP; k++) {
-                const uint32_t dk = k * RSTEP * 128 + (k & 1 ? odd_dk : 0u);
-                kv_copy16_row(dst + dk, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+                for (int k = 0; k < BN / RSTEP; k++) {
+                    const uint32_t dk = k * RSTEP * 128 + (k & 1 ? odd_dk : 0u);
+                    kv_copy16_row(dst + dk, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
+                }
+            } else if (ch_ok) {
+                /* this thread's NPT addresses of the tile are adjacent (kv_ws_aidx): PB of them per batch, read
+                 * before the batch's copies (a copy's asm orders every later smem read after it) */
+                constexpr int NPT = BN / RSTEP, PB = PBATCH < NPT ? PBATCH : NPT;
+                static_assert(PB % 2 == 0 && NPT % PB == 0, "kv_ws_produce: address batch");
+                const ulonglong2 *rows = (const ulonglong2 *)&s_addr[slot][u0 + my_row * NPT];
+#pragma unroll
+                for (int kb = 0; kb < NPT; kb += PB) {
+                    uint64_t r[PB];
+#pragma unroll
+                    for (int j = 0; j < PB; j += 2) {
+                        const ulonglong2 a = rows[(kb + j) / 2];
+                        r[j] = a.x;
+                        r[j + 1] = a.y;
+                    }
+#pragma unroll
+                    for (int j = 0; j < PB; j++) {
+                        const int k = kb + j;
+                        kv_copy16_row(dst + k * RSTEP * 128 + (k & 1 ? odd_dk : 0u), r[j], my_ch * 16);
+                    }
+                }
+            } else if (g < NST) {
+                /* a chunk past the head dim: zero it on the stage's first use in this block; no copy writes it later */
+#pragma unroll
+                for (int k = 0; k < BN / RSTEP; k++)
+                    kv_copy16_row(dst + k * RSTEP * 128 + (k & 1 ? odd_dk : 0u), 0, 0);
             }
             kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
         };
@@ -448,7 +496,7 @@ __global__ void __launch_bounds__(384, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef kv_ws_cfg<T, DP> CF;
     extern __shared__ __align__(1024) unsigned char kv_ws_smem[];
-    __shared__ uint64_t s_addr[CF::ASLOTS][2 * CF::BN]; /* the producer's row addresses of a step (K_t, V_{t-1}) */
+    __shared__ __align__(16) uint64_t s_addr[CF::ASLOTS][2 * CF::BN]; /* the producer's row addresses of a step (K_t, V_{t-1}) */
     __shared__ kv_ws_bars<CF::KS, CF::VS> bars;
     __shared__ int s_flag;
     const uint32_t sbase = (kv_smem_u32(kv_ws_smem) + 1023u) & ~1023u;
