@@ -22,7 +22,8 @@
  * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
  * through the async proxy). DP 64, 128 and 256 (BN 64 at DP 256; kv_prefill_sm90_kernel with KV_PREFILL_WS256=0).
  * Measured on the H200 (bench_cuda --quick, causal bf16 D 128, H 32 / Hk 8, attn_notes.md twenty-ninth session):
- * 1x16384 377 (kv_prefill_sm90_kernel) -> 424 (v76: BN 64, joint stages) -> 472 TFLOP/s (BN 128, K / V rings). */
+ * 1x16384 377 (kv_prefill_sm90_kernel) -> 424 (v76: BN 64, joint stages) -> 472 TFLOP/s (BN 128, K / V rings); 489 ->
+ * 595 with v89 (thirty-eighth session, the producer's row addresses read in batches). */
 #ifndef KVATTN_ATTN_PREFILL_WS_CUH
 #define KVATTN_ATTN_PREFILL_WS_CUH
 
@@ -45,7 +46,11 @@
 #endif
 /* v89: the producer reads its copies' row addresses KV_WS_PBATCH at a time (16-byte smem loads from a layout in which a
  * thread's addresses of a tile are adjacent), and a thread whose 16-byte chunk lies past the head dim zero-fills it on
- * a stage's first use only; 0: one 8-byte smem load and the chunk mask per copy (v88b) */
+ * a stage's first use only; 0: one 8-byte smem load and the chunk mask per copy (v88b), whose serial smem round trip
+ * per copy made the producer set the pace at long lengths (ncu, 1x16384). Measured on the H200 (compare.py causal
+ * prefill, H 32 / 8, B x L = 16k, L 1024 .. 16384, medians of rotated rounds against v88b): batches of 4 D 128 -7.1 /
+ * -11.3 / -12.2 / -13.8 / -13.2%, D 256 +2.1 / -4.9 / -5.8 / -7.2 / -7.4%; batches of 8 the same at D 128, worse at
+ * D 256; batches of 2 at D 256 -0.2 to +2.9% */
 #ifndef KV_WS_PBATCH
 #define KV_WS_PBATCH 4
 #endif
