@@ -202,6 +202,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
      * DP 256 (RSTEP 4) the odd-numbered copies' rows have the other phase: their chunk's extra offset, once */
     static_assert(RSTEP % 8 == 0 || (2 * RSTEP) % 8 == 0, "kv_ws_produce: row step");
     const uint32_t odd_dk = RSTEP % 8 == 0 ? 0u : kv_sw128<BN>(my_row + RSTEP, my_ch) - my_dst - RSTEP * 128;
+    /* copy k's destination from the thread's first row's */
+    auto dk = [&](int k) -> uint32_t { return k * RSTEP * 128 + (k & 1 ? odd_dk : 0u); };
 #pragma unroll 1
     for (int32_t t = 0; t <= n_kt; t++) {
         /* (steps of consecutive items are apart by the item claim's barriers) */
@@ -226,10 +228,8 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
             if (PBATCH == 0) {
 #pragma unroll
-                for (int k = 0; k < BN / RSTEP; k++) {
-                    const uint32_t dk = k * RSTEP * 128 + (k & 1 ? odd_dk : 0u);
-                    kv_copy16_row(dst + dk, s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
-                }
+                for (int k = 0; k < BN / RSTEP; k++)
+                    kv_copy16_row(dst + dk(k), s_addr[slot][u0 + my_row + k * RSTEP] & ch_mask, my_ch * 16);
             } else if (ch_ok) {
                 /* this thread's NPT addresses of the tile are adjacent (kv_ws_aidx): PB of them per batch, read
                  * before the batch's copies (a copy's asm orders every later smem read after it) */
@@ -247,15 +247,13 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
                     }
 #pragma unroll
                     for (int j = 0; j < PB; j++) {
-                        const int k = kb + j;
-                        kv_copy16_row(dst + k * RSTEP * 128 + (k & 1 ? odd_dk : 0u), r[j], my_ch * 16);
+                        kv_copy16_row(dst + dk(kb + j), r[j], my_ch * 16);
                     }
                 }
             } else if (g < NST) {
                 /* a chunk past the head dim: zero it on the stage's first use in this block; no copy writes it later */
 #pragma unroll
-                for (int k = 0; k < BN / RSTEP; k++)
-                    kv_copy16_row(dst + k * RSTEP * 128 + (k & 1 ? odd_dk : 0u), 0, 0);
+                for (int k = 0; k < BN / RSTEP; k++) kv_copy16_row(dst + dk(k), 0, 0);
             }
             kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
         };
