@@ -1336,15 +1336,19 @@ static __device__ __forceinline__ int64_t kv_out_offset(const kvattn_params &p, 
     const int h = kv_head * G + (r - i * G);
     return kv_row_offset(p.cu_seqlens_q != NULL, b, s.q_row0, i, bs, rs) + (int64_t)h * hs;
 }
-static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int b, const kv_seq &s, int G,
-                                                    int kv_head, int32_t r, float lse) {
-    if (!p.softmax_lse) return;
+/* lse of packed row r into lse_g (p.softmax_lse, not NULL, read by the caller) */
+static __device__ __forceinline__ void kv_store_lse_at(float *lse_g, const kvattn_params &p, int b, const kv_seq &s,
+                                                       int G, int kv_head, int32_t r, float lse) {
     const int32_t i = r / G;
     const int h = kv_head * G + (r - i * G);
     const int64_t off = p.cu_seqlens_q ? (int64_t)h * p.lse_head_stride + (int64_t)(s.q_row0 + i) * p.lse_row_stride
                                        : (int64_t)b * p.lse_batch_stride + (int64_t)h * p.lse_head_stride +
                                              (int64_t)i * p.lse_row_stride;
-    p.softmax_lse[off] = lse;
+    lse_g[off] = lse;
+}
+static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int b, const kv_seq &s, int G,
+                                                    int kv_head, int32_t r, float lse) {
+    if (p.softmax_lse) kv_store_lse_at(p.softmax_lse, p, b, s, G, kv_head, r, lse);
 }
 
 /* ---- the attention kernel ------------------------------------------------------------------------------

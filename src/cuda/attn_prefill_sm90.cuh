@@ -24,6 +24,9 @@
 #define KVATTN_ATTN_PREFILL_SM90_CUH
 
 #define KV_SM90_ROWS 128 /* packed rows per prefill item */
+#ifndef KV_SM90_EPI_PIN
+#define KV_SM90_EPI_PIN 1 /* kv_sm90_epilogue: its pointers read once, converged (see there) */
+#endif
 
 /* The item list the kernel consumes: items[0, *count), handed out in order by atomicAdd on *counter. */
 typedef struct kv_item_list {
@@ -268,6 +271,12 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
                                                         int kvh, const float *o, const float *m2, float *l, int rr0,
                                                         int tq) {
     T *og = (T *)p.out;
+    /* The pointers that the branches below use, read here, where the warp is converged, and held in registers (the
+     * empty asm keeps them from being read again). Read inside `tq == 0`, the lse pointer compiled to an LDC whose
+     * result the branch on it waited for: ~35% of the ws kernel's epilogue stall samples at D 128 (ncu, 1 x 16384,
+     * thirty-ninth session). KV_SM90_EPI_PIN=0 builds the old form. */
+    float *lse_g = p.softmax_lse, *part_o = a.part_o, *part_lse = a.part_lse;
+    if (KV_SM90_EPI_PIN) asm volatile("" : "+l"(lse_g), "+l"(part_o), "+l"(part_lse));
 #pragma unroll
     for (int h2 = 0; h2 < 2; h2++) {
         l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
@@ -281,11 +290,11 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
         const float inv = l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
         const float lse = l[h2] > 0.0f ? (m2[h2] + log2f(l[h2])) * 0.69314718055994531f : -CUDART_INF_F;
         if (it.part >= 0) {
-            float *po = a.part_o + (int64_t)(it.part + rr) * DP;
+            float *po = part_o + (int64_t)(it.part + rr) * DP;
 #pragma unroll
             for (int n = 0; n < DP / 8; n++)
                 *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
-            if (tq == 0) a.part_lse[it.part + rr] = lse;
+            if (tq == 0) part_lse[it.part + rr] = lse;
         } else {
             const int64_t oo =
                 kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
@@ -299,7 +308,7 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
                     *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
                 }
             }
-            if (tq == 0) kv_store_lse(p, b, s, G, kvh, r, lse);
+            if (tq == 0 && lse_g) kv_store_lse_at(lse_g, p, b, s, G, kvh, r, lse);
         }
     }
 }

@@ -15,8 +15,9 @@
  *   wgmma pipeline of kv_sm90_item's LATE form (S_t = Q K_t^T and O += P_{t-1} V_{t-1} issued together, the softmax
  *   of S_t overlapping P V), waiting on the stage barriers instead of their own copies and a block barrier, so the
  *   two consumer warpgroups are not held in step. K_t is released (one arrival per consumer warp) once S_t is
- *   complete, V_t once P_t V_t is. Q rows by the consumers' own cp.async; with KV_WS_QPF the next item's Q rows are
- *   issued in the current item's tail when the producer has published it already.
+ *   complete, V_t once P_t V_t is. Q rows: copied by the producer before the item's K_0 once the consumers have
+ *   freed sQ (KV_WS_QPROD, v92; mbarriers `q_empty` / `q_full`); with rotary (Q through registers) by the consumers'
+ *   own loads, the next item's in the current item's tail when the producer has published it already (KV_WS_QPF).
  * Split pieces merge through kv_attn_piece_done run by the two consumer warpgroups (named barrier 4; the producer
  * goes on with the next items). Memory order: a consumer thread that has observed a stage's full barrier issues
  * fence.proxy.async before the products read the stage (cp.async writes are generic-proxy writes; wgmma reads
@@ -36,6 +37,21 @@
 #define KV_PREFILL_WS256 1
 #endif
 
+/* 1: the producer copies every item's Q rows (calls without rotary; v92, thirty-ninth session): it waits for the
+ * consumers to free sQ (`q_empty`, one arrival per consumer warp once the previous item's last S is complete),
+ * copies, and the copies' landing completes `q_full`, which each consumer thread waits for at the item's start.
+ * Calls with rotary (Q goes through registers) keep the consumers' issue (KV_WS_QPF). Measured on the H200
+ * (compare.py causal prefill, H 32 / 8, B x L = 16k, L 1024 .. 16384, four rotated rounds against v89, QFIRST 1):
+ * D 64 -7.1 .. -1.6%, D 256 -7.6 .. -1.9%, D 128 -1.2 .. +1.8% (within the rounds' noise), inflight step -0.6%. */
+#ifndef KV_WS_QPROD
+#define KV_WS_QPROD 1
+#endif
+#ifndef KV_WS_QPROD128 /* the same at DP 128 */
+#define KV_WS_QPROD128 1
+#endif
+#ifndef KV_WS_QFIRST /* 1: the producer copies Q before the item's K_0 (0: after) */
+#define KV_WS_QFIRST 1
+#endif
 /* 1: a consumer warpgroup issues the next item's Q rows in the current item's tail (see the consumers' loop) */
 #ifndef KV_WS_QPF
 #define KV_WS_QPF 1
@@ -146,9 +162,56 @@ template <int KS, int VS> struct kv_ws_bars {
     uint64_t full_k[KS], empty_k[KS];           /* full: 128 producer arrivals; empty: 8 consumer warps */
     uint64_t full_v[VS], empty_v[VS];
     uint64_t ring_full[2], ring_empty[2];       /* ring_full: 1 (producer thread 0); ring_empty: 8 consumer warps */
+    uint64_t q_full, q_empty;                   /* KV_WS_QPROD: sQ's barriers (128 producer arrivals / 8 warps) */
     int ring[2];                                /* list index of the item (>= count: no more items) */
     int pidx;                                   /* the producer's claimed index, to its other threads */
 };
+
+/* ---- a consumer warpgroup's 64 Q rows of an item into sQ (cp.async, or through registers with rotary), one
+ * commit group; the caller waits. Thread wtid copies channel chunk wtid % CH of rows rr = 64 wg + wtid / CH +
+ * RSTEP k; the query index i = r / G and head remainder r % G of r = row0 + rr are stepped from one division per
+ * item, not divided per row (the division per row was ~9% of the kernel's stall samples at 16x1024, ncu). */
+template <typename T, int DP, bool ROPE_OK = true>
+static __device__ __forceinline__ void kv_ws_q_issue(const kvattn_params &p, const kv_item &it, const kv_item_facts &f,
+                                                     uint32_t sQ, int wg, int wtid) {
+    constexpr int ROWS = KV_SM90_ROWS, CH = DP / 8, RSTEP = 128 / CH;
+    const kv_seq &s = f.s;
+    const int b = it.b, kvh = it.kv_head, G = f.G, D = f.D;
+    const T *qg = (const T *)p.q;
+    const bool rope = ROPE_OK && p.rotary_cos != NULL; /* (ROPE_OK = false: the caller has checked it is NULL) */
+    const int32_t rope_R = p.rotary_dim;
+    const bool varlen = p.cu_seqlens_q != NULL;
+    const int ch = wtid % CH, c0 = ch * 8;
+    int rr = wg * 64 + wtid / CH;
+    int32_t i = (it.row0 + rr) / G, hr = it.row0 + rr - i * G;
+    const int32_t di = RSTEP / G, dh = RSTEP - di * G;
+#pragma unroll 1
+    for (int k = 0; k < 64 / RSTEP; k++) {
+        const bool live = rr < it.nrows && c0 < D;
+        const int64_t qo = live ? kv_row_offset(varlen, b, s.q_row0, i, p.q_batch_stride, p.q_row_stride) +
+                                      (int64_t)(kvh * G + hr) * p.q_head_stride
+                                : 0;
+        if (!rope) {
+            kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), live ? (uint64_t)(qg + qo) : 0, ch * 16);
+        } else {
+            uint4 qv = make_uint4(0, 0, 0, 0);
+            if (live) qv = *(const uint4 *)(qg + qo + c0);
+            T *vals = (T *)&qv;
+            if (live && c0 < rope_R) kv_rope_q8<T>(p, qg + qo, c0, rope_R, s.S + s.n_new - s.n_q + i, vals);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
+                         "r"(qv.y), "r"(qv.z), "r"(qv.w)
+                         : "memory");
+        }
+        rr += RSTEP;
+        i += di;
+        hr += dh;
+        if (hr >= G) {
+            hr -= G;
+            i++;
+        }
+    }
+    kv_cp_async_commit();
+}
 
 /* ---- the producer: one item's K / V tiles ----------------------------------------------------------------
  * Step t issues K_t (t < n) and V_{t-1} (t >= 1), the order the consumers use them in. gp: the block's tile
@@ -165,9 +228,10 @@ template <int BN, int RSTEP> static __device__ __forceinline__ int kv_ws_aidx(in
 }
 
 template <typename T, int DP, typename CF>
-static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sK,
-                                                     uint32_t sV, uint64_t (*s_addr)[2 * CF::BN],
-                                                     kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gp) {
+static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sQ,
+                                                     uint32_t sK, uint32_t sV, uint64_t (*s_addr)[2 * CF::BN],
+                                                     kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gp, bool qprod,
+                                                     uint32_t &qp) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, CH = DP / 8, RSTEP = 128 / CH;
     constexpr int UNITS = 2 * BN / 128; /* row units per thread */
     constexpr int PBATCH = DP == 256 ? KV_WS_PBATCH256 : KV_WS_PBATCH;
@@ -257,59 +321,23 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
             }
             kv_mbar_arrive_cp_async(kv_smem_u32(&full[st]));
         };
+        /* the item's 128 Q rows, once the consumers have freed sQ (v92), after K_0 (or before: KV_WS_QFIRST) */
+        auto copy_q = [&]() {
+            kv_mbar_wait(kv_smem_u32(&bars->q_empty), (qp & 1) ^ 1);
+            kv_ws_q_issue<T, DP, false>(p, it, f, sQ, 0, tid);
+            kv_ws_q_issue<T, DP, false>(p, it, f, sQ, 1, tid);
+            kv_mbar_arrive_cp_async(kv_smem_u32(&bars->q_full));
+            qp++;
+        };
+        if (qprod && t == 0 && KV_WS_QFIRST) copy_q();
         if (t < n_kt) { /* K_t */
             copy_tile(bars->empty_k, bars->full_k, KS, sK, gp + t, 0, 14);
             KV_WS_ADD(threadIdx.x == 0 && t == 0, 13, KV_WS_CLK_NOW() - tp0); /* item to K_0's copies issued */
         }
+        if (qprod && t == 0 && !KV_WS_QFIRST) copy_q();
         if (t >= 1) copy_tile(bars->empty_v, bars->full_v, VS, sV, gp + t - 1, BN, 15); /* V_{t-1} */
     }
     gp += n_kt;
-}
-
-/* ---- a consumer warpgroup's 64 Q rows of an item into sQ (cp.async, or through registers with rotary), one
- * commit group; the caller waits. Thread wtid copies channel chunk wtid % CH of rows rr = 64 wg + wtid / CH +
- * RSTEP k; the query index i = r / G and head remainder r % G of r = row0 + rr are stepped from one division per
- * item, not divided per row (the division per row was ~9% of the kernel's stall samples at 16x1024, ncu). */
-template <typename T, int DP>
-static __device__ __forceinline__ void kv_ws_q_issue(const kvattn_params &p, const kv_item &it, const kv_item_facts &f,
-                                                     uint32_t sQ, int wg, int wtid) {
-    constexpr int ROWS = KV_SM90_ROWS, CH = DP / 8, RSTEP = 128 / CH;
-    const kv_seq &s = f.s;
-    const int b = it.b, kvh = it.kv_head, G = f.G, D = f.D;
-    const T *qg = (const T *)p.q;
-    const bool rope = p.rotary_cos != NULL;
-    const int32_t rope_R = p.rotary_dim;
-    const bool varlen = p.cu_seqlens_q != NULL;
-    const int ch = wtid % CH, c0 = ch * 8;
-    int rr = wg * 64 + wtid / CH;
-    int32_t i = (it.row0 + rr) / G, hr = it.row0 + rr - i * G;
-    const int32_t di = RSTEP / G, dh = RSTEP - di * G;
-#pragma unroll 1
-    for (int k = 0; k < 64 / RSTEP; k++) {
-        const bool live = rr < it.nrows && c0 < D;
-        const int64_t qo = live ? kv_row_offset(varlen, b, s.q_row0, i, p.q_batch_stride, p.q_row_stride) +
-                                      (int64_t)(kvh * G + hr) * p.q_head_stride
-                                : 0;
-        if (!rope) {
-            kv_copy16_row(sQ + kv_sw128<ROWS>(rr, ch), live ? (uint64_t)(qg + qo) : 0, ch * 16);
-        } else {
-            uint4 qv = make_uint4(0, 0, 0, 0);
-            if (live) qv = *(const uint4 *)(qg + qo + c0);
-            T *vals = (T *)&qv;
-            if (live && c0 < rope_R) kv_rope_q8<T>(p, qg + qo, c0, rope_R, s.S + s.n_new - s.n_q + i, vals);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(sQ + kv_sw128<ROWS>(rr, ch)), "r"(qv.x),
-                         "r"(qv.y), "r"(qv.z), "r"(qv.w)
-                         : "memory");
-        }
-        rr += RSTEP;
-        i += di;
-        hr += dh;
-        if (hr >= G) {
-            hr -= G;
-            i++;
-        }
-    }
-    kv_cp_async_commit();
 }
 
 /* ---- a consumer warpgroup: its 64 rows of one item -------------------------------------------------------
@@ -318,7 +346,7 @@ template <typename T, int DP, typename CF, typename PF>
 static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, const kv_attn_args &a, const kv_item &it,
                                                      uint32_t sQ, uint32_t sK, uint32_t sV,
                                                      kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gc, bool q_issued,
-                                                     PF prefetch) {
+                                                     bool qprod, uint32_t &qc, PF prefetch) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS;
     constexpr int ROWS = KV_SM90_ROWS;
     constexpr int SN = BN / 2;
@@ -340,12 +368,20 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     const int32_t n_kt = it.khi > it.klo ? kt_end - kt_begin : 0;
 
     KV_WS_T(tl0);
-    /* 1. this warpgroup's 64 Q rows, unless the previous item's tail already issued them (q_issued) */
-    if (n_kt > 0 && !q_issued) kv_ws_q_issue<T, DP>(p, it, f, sQ, wg, wtid);
-    if (n_kt > 0 || q_issued) kv_cp_async_wait<0>(); /* (q_issued may differ between warps: no barrier here) */
-    if (n_kt > 0) {
-        kv_fence_proxy_async();
-        kv_bar_sync(2 + wg, 128);
+    /* 1. this warpgroup's 64 Q rows: copied by the producer (qprod: wait for them), or issued here unless the
+     * previous item's tail already issued them (q_issued) */
+    if (qprod) {
+        if (n_kt > 0) {
+            kv_mbar_wait(kv_smem_u32(&bars->q_full), qc & 1);
+            kv_fence_proxy_async();
+        }
+    } else {
+        if (n_kt > 0 && !q_issued) kv_ws_q_issue<T, DP>(p, it, f, sQ, wg, wtid);
+        if (n_kt > 0 || q_issued) kv_cp_async_wait<0>(); /* (q_issued may differ between warps: no barrier here) */
+        if (n_kt > 0) {
+            kv_fence_proxy_async();
+            kv_bar_sync(2 + wg, 128);
+        }
     }
     KV_WS_T(tl1);
     KV_WS_ADD(threadIdx.x == 128, 0, 1);          /* items */
@@ -476,7 +512,13 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         pack_p();
         fence_all();
         issue_pv(gl);
-        prefetch(); /* S_{n-1} is complete: this warpgroup's Q rows are free for the next item's */
+        if (qprod) { /* S_{n-1} is complete: this warp's reads of sQ are done */
+            __syncwarp();
+            if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->q_empty));
+            qc++;
+        } else {
+            prefetch(); /* S_{n-1} is complete: this warpgroup's Q rows are free for the next item's */
+        }
         products_done();
         release_v(gl);
         gc = g0 + n_kt;
@@ -517,6 +559,8 @@ __global__ void __launch_bounds__(384, 1)
             kv_mbar_init(kv_smem_u32(&bars.ring_full[i]), 1);
             kv_mbar_init(kv_smem_u32(&bars.ring_empty[i]), 8);
         }
+        kv_mbar_init(kv_smem_u32(&bars.q_full), 128);
+        kv_mbar_init(kv_smem_u32(&bars.q_empty), 8);
     }
     /* items (scheduler) and appended rows (append kernel): as kv_prefill_sm90_kernel */
     KV_TL(1, 0, Min);
@@ -531,9 +575,11 @@ __global__ void __launch_bounds__(384, 1)
     KV_TL(1, 2, Max);
     kv_grid_launch_dependents();
     const int count = __ldcg(list.count);
+    /* v92: the producer copies Q (block-uniform) */
+    const bool qprod = KV_WS_QPROD && (DP != 128 || KV_WS_QPROD128) && p.rotary_cos == NULL;
     if (threadIdx.x < 128) { /* the producer */
         kv_setmaxnreg_dec<CF::PREG>();
-        uint32_t gp = 0;
+        uint32_t gp = 0, qp = 0; /* tiles and Q rows copied */
 #pragma unroll 1
         for (int n = 0;; n++) {
             if (threadIdx.x == 0) {
@@ -551,11 +597,11 @@ __global__ void __launch_bounds__(384, 1)
             kv_bar_sync(1, 128); /* pidx read by all before thread 0 writes the next one */
             if (idx >= count) break;
             const kv_item it = kv_item_ldcg(list.items, idx);
-            kv_ws_produce<T, DP, CF>(p, it, sK, sV, s_addr, &bars, gp);
+            kv_ws_produce<T, DP, CF>(p, it, sQ, sK, sV, s_addr, &bars, gp, qprod, qp);
         }
     } else { /* the consumers */
         kv_setmaxnreg_inc<CF::CREG>();
-        uint32_t gc = 0, n = 0; /* tiles and items taken */
+        uint32_t gc = 0, n = 0, qc = 0; /* tiles, items and Q rows taken */
         auto take = [&]() -> int {
             kv_mbar_wait(kv_smem_u32(&bars.ring_full[n & 1]), (n >> 1) & 1);
             const int idx = bars.ring[n & 1];
@@ -573,7 +619,7 @@ __global__ void __launch_bounds__(384, 1)
             /* KV_WS_QPF: in the item's tail, take the next item and issue its Q rows */
             int next = -1;
             KV_WS_T(tk0);
-            kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc, q_issued, [&]() {
+            kv_ws_consume<T, DP, CF>(p, a, it, sQ, sK, sV, &bars, gc, q_issued, qprod, qc, [&]() {
                 if (!KV_WS_QPF) return;
                 /* only if the producer has published the next item already (the warp decides as one: each warp
                  * takes every item once, here or after the epilogue; a warp that did not issue its Q rows here
