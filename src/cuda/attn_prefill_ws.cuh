@@ -167,10 +167,12 @@ template <int KS, int VS> struct kv_ws_bars {
     int pidx;                                   /* the producer's claimed index, to its other threads */
 };
 
-/* ---- a consumer warpgroup's 64 Q rows of an item into sQ (cp.async, or through registers with rotary), one
- * commit group; the caller waits. Thread wtid copies channel chunk wtid % CH of rows rr = 64 wg + wtid / CH +
- * RSTEP k; the query index i = r / G and head remainder r % G of r = row0 + rr are stepped from one division per
- * item, not divided per row (the division per row was ~9% of the kernel's stall samples at 16x1024, ncu). */
+/* ---- 64 Q rows of an item (half wg) into sQ (cp.async, or through registers with rotary), one commit group; the
+ * caller waits. Called by a consumer warpgroup for its own half, or (v92, KV_WS_QPROD) by the producer for both
+ * halves with ROPE_OK = false (the rotary code compiled out; the caller has checked that rotary_cos is NULL).
+ * Thread wtid copies channel chunk wtid % CH of rows rr = 64 wg + wtid / CH + RSTEP k; the query index i = r / G
+ * and head remainder r % G of r = row0 + rr are stepped from one division per item, not divided per row (the
+ * division per row was ~9% of the kernel's stall samples at 16x1024, ncu). */
 template <typename T, int DP, bool ROPE_OK = true>
 static __device__ __forceinline__ void kv_ws_q_issue(const kvattn_params &p, const kv_item &it, const kv_item_facts &f,
                                                      uint32_t sQ, int wg, int wtid) {
