@@ -142,6 +142,11 @@ static __device__ __forceinline__ bool kv_mbar_test(uint32_t bar, uint32_t parit
 static __device__ __forceinline__ void kv_mbar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+/* One arrival for the calling warp, once all its lanes are here (the consumers' barriers count warps). */
+static __device__ __forceinline__ void kv_mbar_arrive_warp(uint32_t bar) {
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) kv_mbar_arrive(bar);
+}
 /* Arrival once every cp.async this thread issued before it has landed (the count is not raised: .noinc). */
 static __device__ __forceinline__ void kv_mbar_arrive_cp_async(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
@@ -417,12 +422,10 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
     };
     /* the products reading K (V) tile g are complete in this warp: one arrival per consumer warp frees its stage */
     auto release_k = [&](uint32_t g) {
-        __syncwarp();
-        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty_k[g % KS]));
+        kv_mbar_arrive_warp(kv_smem_u32(&bars->empty_k[g % KS]));
     };
     auto release_v = [&](uint32_t g) {
-        __syncwarp();
-        if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->empty_v[g % VS]));
+        kv_mbar_arrive_warp(kv_smem_u32(&bars->empty_v[g % VS]));
     };
     auto wait_k = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_k[g % KS]), (g / KS) & 1); };
     auto wait_v = [&](uint32_t g) { kv_mbar_wait(kv_smem_u32(&bars->full_v[g % VS]), (g / VS) & 1); };
@@ -515,8 +518,7 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
         fence_all();
         issue_pv(gl);
         if (qprod) { /* S_{n-1} is complete: this warp's reads of sQ are done */
-            __syncwarp();
-            if (lane == 0) kv_mbar_arrive(kv_smem_u32(&bars->q_empty));
+            kv_mbar_arrive_warp(kv_smem_u32(&bars->q_empty));
             qc++;
         } else {
             prefetch(); /* S_{n-1} is complete: this warpgroup's Q rows are free for the next item's */
@@ -607,8 +609,7 @@ __global__ void __launch_bounds__(384, 1)
         auto take = [&]() -> int {
             kv_mbar_wait(kv_smem_u32(&bars.ring_full[n & 1]), (n >> 1) & 1);
             const int idx = bars.ring[n & 1];
-            __syncwarp();
-            if ((threadIdx.x & 31) == 0) kv_mbar_arrive(kv_smem_u32(&bars.ring_empty[n & 1]));
+            kv_mbar_arrive_warp(kv_smem_u32(&bars.ring_empty[n & 1]));
             n++;
             return idx;
         };
