@@ -36,7 +36,8 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     static const int qlens[] = {0, 1, 1, 3, 97, 512, -20};
     static const int cachelens[] = {0, 1, 15, 16, 17, 255, 1025, 2999, -3000, -300};
     static const int batches[] = {0, 1, 2, 2, 3, 4, 5};
-    static const int page_sizes[] = {1, 3, 16, 64, 256};
+    /* 8, 16, 32, 64 and 256: the GPU prefill kernel's tensor-map boxes of page_size or 128 rows (1, 3: its cp.async) */
+    static const int page_sizes[] = {1, 3, 8, 16, 32, 64, 256};
     kvattn_params *p = &P->ph;
     *p = kvattn_params_default();
     const int D = g_force_D ? g_force_D : kvt_pick(head_dims, 6);
@@ -177,10 +178,11 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         view_head[w] = !draw ? view_head[0] : chp[w] ? kvt_randint(0, 1) : 0; /* the view may start at head 1 */
     }
     int64_t cache_elems[2];
-    char layout[64];
+    char layout[80];
     int ps = 0;
+    int32_t cache_row_of[MAXB]; /* contiguous: the cache row of sequence b */
     if (paged) {
-        ps = kvt_pick(page_sizes, 5);
+        ps = kvt_pick(page_sizes, 7);
         int pages_of[MAXB], total_pages = 0, maxp = 1;
         for (int b = 0; b < B; b++) {
             pages_of[b] = (S[b] + nnew[b] + ps - 1) / ps;
@@ -236,12 +238,14 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         p->cache_batch = cache_batch;
         p->cache_capacity = C;
         int use_idx = kvt_randint(0, 9) < 3 && B > 0;
+        for (int b = 0; b < B; b++) cache_row_of[b] = b;
         if (use_idx) {
             int32_t perm[MAXB + 3];
             for (int i = 0; i < cache_batch; i++) perm[i] = i;
             kvt_shuffle(perm, cache_batch);
             kvt_arr_alloc(P, &P->batch_idx, "cache_batch_idx", (size_t)B * 4);
             memcpy(P->batch_idx.host, perm, (size_t)B * 4);
+            memcpy(cache_row_of, perm, (size_t)B * 4);
         }
         snprintf(layout, sizeof layout, "contig C=%d Bc=%d%s", C, cache_batch, use_idx ? " batch_idx" : "");
     }
@@ -256,6 +260,36 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         kvt_arr_alloc(P, cache_arr[w], w ? "v_cache" : "k_cache", (size_t)cache_elems[w] * es);
         cache_arr[w]->offset_bytes = (size_t)view_off[w] * es;
         kvt_fill(dt, cache_arr[w]->host, cache_elems[w], -1, 1);
+    }
+    /* A third of the cases: every cache element outside the sequences' live keys (positions [L, S + n_new) of heads
+     * < Hk, channels < D) is NaN: left padding, the rows past a sequence's keys in its last page or cache row, pages
+     * and rows no sequence owns, padded heads and channels. No kernel may read them into a result (a tile that reads
+     * a row past the keys and masks it would still turn 0 * NaN into NaN). */
+    if (kvt_randint(0, 2) == 0) {
+        const int32_t *bt = paged ? P->block_table.host : NULL;
+        for (int w = 0; w < 2; w++) {
+            const int64_t bs = w ? p->v_batch_stride : p->k_batch_stride, rs = w ? p->v_row_stride : p->k_row_stride,
+                          hs = w ? p->v_head_stride : p->k_head_stride;
+            unsigned char *live = calloc((size_t)cache_elems[w], 1);
+            for (int b = 0; b < B; b++)
+                for (int32_t pos = L[b]; pos < S[b] + nnew[b]; pos++) {
+                    int64_t o;
+                    if (paged) {
+                        const int32_t page = bt[(int64_t)b * p->block_table_batch_stride + pos / ps];
+                        if (page < 0 || page >= p->num_pages) continue;
+                        o = (int64_t)page * bs + (int64_t)(pos % ps) * rs;
+                    } else {
+                        o = (int64_t)cache_row_of[b] * bs + (int64_t)pos * rs;
+                    }
+                    for (int kh = 0; kh < Hk; kh++)
+                        for (int c = 0; c < D; c++) live[view_off[w] + o + (int64_t)kh * hs + c] = 1;
+                }
+            unsigned char *h = cache_arr[w]->host;
+            for (int64_t e = 0; e < cache_elems[w]; e++)
+                if (!live[e]) memset(h + e * es, 0xFF, (size_t)es);
+            free(live);
+        }
+        strcat(layout, " NaN-outside");
     }
 
     kvt_arr_alloc(P, &P->seqlens, "cache_seqlens", (size_t)B * 4);

@@ -1,6 +1,9 @@
 /* attn.cu — the attention half of the CUDA backend (see cuda_internal.cuh): support check, workspace size and
  * the launch of scheduling, attention and combine kernels on the caller's stream.
  * B sequences, H query heads, Hk KV heads, G = H / Hk, D head dim, DP = D padded to a multiple of 32. */
+#include <cudaTypedefs.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <type_traits>
 #include "cuda/cuda_internal.cuh"
 #include "cuda/attn_kernels.cuh"
@@ -223,14 +226,117 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     return KVATTN_OK;
 }
 
+/* an environment switch read once (host threads may race: they store the same value) */
+static int kv_env_once(int *cache, const char *name) {
+    int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv(name);
+        v = e && e[0] && e[0] != '0';
+        __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+static int kv_tma_log(void) { /* KVATTN_DEV_TMA_LOG: say on stderr whether each call's maps were encoded (dev runs) */
+    static int cache = -1;
+    return kv_env_once(&cache, "KVATTN_DEV_TMA_LOG");
+}
+/* The driver's tensor-map encoder, looked up once through the runtime (no link against libcuda); NULL when the
+ * driver has none. Host threads may race here: they store the same value, published with release. */
+static PFN_cuTensorMapEncodeTiled_v12000 kv_tmap_encoder(void) {
+    static void *fn;
+    static int state; /* 0: not looked up, 1: found, 2: none */
+    int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (st == 0) {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* this lookup's own error: not left for the caller */
+        const bool ok = e == cudaSuccess && q == cudaDriverEntryPointSuccess && f != NULL;
+        if (ok) __atomic_store_n(&fn, f, __ATOMIC_RELAXED);
+        st = ok ? 1 : 2;
+        __atomic_store_n(&state, st, __ATOMIC_RELEASE);
+    }
+    return st == 1 ? (PFN_cuTensorMapEncodeTiled_v12000)__atomic_load_n(&fn, __ATOMIC_RELAXED) : NULL;
+}
+
+/* One cache tensor's map for the ws producer (kv_ws_tmaps): {D, Hk, rows, outer} elements with the tensor's strides,
+ * boxes {64, 1, R, 1}. A dimension of extent 1 is never stepped: its stride is replaced by a valid one (the tensor's
+ * own may be 0, e.g. the packed keys of kvattn_varlen, batch stride 0). False when TMA cannot serve the tensor. */
+static bool kv_tmap_encode(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const kvattn_params *p,
+                           const void *base, int64_t bs, int64_t rs, int64_t hs, int64_t rows, int64_t outer, int R,
+                           CUtensorMapL2promotion l2) {
+    const int64_t D = p->head_dim, Hk = p->num_kv_heads;
+    const bool log = kv_tma_log();
+    if (((uintptr_t)base & 15) != 0 || D < 1 || Hk < 1 || rows < 1 || outer < 1) {
+        if (log) fprintf(stderr, "kvattn: tensor map: base %p or extents not served\n", base);
+        return false;
+    }
+    /* a dimension of extent 1 gets the stride that packs it after the ones below it (the encoder checks strides
+     * against the dimensions below) */
+    int64_t st[3];
+    st[0] = Hk > 1 ? hs * 2 : (D * 2 + 15) / 16 * 16;
+    st[1] = rows > 1 ? rs * 2 : st[0] * Hk;
+    st[2] = outer > 1 ? bs * 2 : st[1] * rows;
+    for (int i = 0; i < 3; i++)
+        if (st[i] <= 0 || st[i] % 16 != 0 || st[i] >= ((int64_t)1 << 40)) {
+            if (log) fprintf(stderr, "kvattn: tensor map: stride %d (%lld bytes) not served\n", i, (long long)st[i]);
+            return false;
+        }
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)Hk, (cuuint64_t)rows, (cuuint64_t)outer};
+    const cuuint64_t strides[3] = {(cuuint64_t)st[0], (cuuint64_t)st[1], (cuuint64_t)st[2]};
+    const cuuint32_t box[4] = {64, 1, (cuuint32_t)R, 1}, estr[4] = {1, 1, 1, 1};
+    const CUresult r = enc(m, p->dtype == KVATTN_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                           4, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                           CU_TENSOR_MAP_SWIZZLE_128B, l2,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS && log)
+        fprintf(stderr, "kvattn: tensor map not encoded (CUresult %d): dims %lld %lld %lld %lld, strides %lld %lld %lld, "
+                "box rows %d\n", (int)r, (long long)D, (long long)Hk, (long long)rows, (long long)outer,
+                (long long)st[0], (long long)st[1], (long long)st[2], R);
+    return r == CUDA_SUCCESS;
+}
+
+/* The ws producer's tensor maps for this call (KV_WS_TMA): rows R per box = BN for contiguous caches and for pages of
+ * a multiple of BN rows, page_size for pages of 8 .. BN / 2 rows that divide BN; off (rows 0) for other page sizes,
+ * unaligned tensors or strides, KVATTN_NO_TMA, or a driver without the encoder. Host work only (no CUDA call past
+ * the encoder's one lookup), so it is the same inside a stream capture. */
+static void kv_ws_tmaps_make(const kvattn_params *p, const kv_device_info *dev, int DP, int BN, kv_ws_tmaps *tm) {
+    memset(tm, 0, sizeof *tm);
+    if (!KV_WS_TMA || !kv_ws_tma_dp(DP) || !dev->tma || (p->dtype != KVATTN_BF16 && p->dtype != KVATTN_F16)) return;
+    const CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    const bool paged = p->block_table != NULL;
+    const int ps = p->page_size;
+    const int R = !paged ? BN : ps % BN == 0 ? BN : (ps >= 8 && BN % ps == 0) ? ps : 0;
+    if (R == 0) return;
+    PFN_cuTensorMapEncodeTiled_v12000 enc = kv_tmap_encoder();
+    if (!enc) {
+        if (kv_tma_log()) fprintf(stderr, "kvattn: no tensor-map encoder in the driver\n");
+        return;
+    }
+    /* cache rows at batch stride 0 are one row (kvattn_varlen's packed keys: every sequence reads row 0's storage):
+     * one outer coordinate, 0 */
+    const bool outer0 = !paged && p->k_batch_stride == 0 && p->v_batch_stride == 0;
+    const int64_t rows = paged ? ps : p->cache_capacity, outer = paged ? p->num_pages : outer0 ? 1 : p->cache_batch;
+    if (!kv_tmap_encode(enc, &tm->k, p, p->k_cache, p->k_batch_stride, p->k_row_stride, p->k_head_stride, rows, outer,
+                        R, l2) ||
+        !kv_tmap_encode(enc, &tm->v, p, p->v_cache, p->v_batch_stride, p->v_row_stride, p->v_head_stride, rows, outer,
+                        R, l2))
+        return;
+    tm->rows = R;
+    tm->outer0 = outer0;
+    if (kv_tma_log())
+        fprintf(stderr, "kvattn: ws prefill K / V by tensor maps, boxes of %d rows%s\n", R, outer0 ? " (one row)" : "");
+}
+
 /* The sm_90a prefill kernel for DP 64 / 128 / 256 (others never get here): raises its smem limit once per
- * device (a == NULL: only that), then launches the persistent grid over the prefill list. */
+ * device (a == NULL: only that, and the tensor-map encoder's lookup), then launches the persistent grid over the
+ * prefill list. */
 template <typename T, int DP>
 static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a, kv_item_list list,
                                   const kv_device_info *dev, cudaStream_t stream) {
     typedef kv_prefill_cfg<T, DP> CF;
     auto kernel = [] {
-        if constexpr (kv_prefill_ws<DP>()) return kv_prefill_ws_kernel<T, DP>;
+        if constexpr (kv_prefill_ws<DP>()) return kv_prefill_ws_kernel<T, DP, false>;
         else return kv_prefill_sm90_kernel<T, DP>;
     }();
     static int ready[KV_MAX_DEVICES];
@@ -238,14 +344,33 @@ static cudaError_t launch_sm90_dp(const kvattn_params *p, const kv_attn_args *a,
     if (!__atomic_load_n(&ready[d], __ATOMIC_ACQUIRE)) {
         cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, CF::SMEM_BYTES);
         if (e != cudaSuccess) return e;
+        if constexpr (kv_prefill_ws<DP>() && kv_ws_tma_dp(DP)) { /* its tensor-map form */
+            e = cudaFuncSetAttribute(kv_prefill_ws_kernel<T, DP, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     CF::SMEM_BYTES);
+            if (e != cudaSuccess) return e;
+        }
         __atomic_store_n(&ready[d], 1, __ATOMIC_RELEASE);
     }
-    if (a == NULL) return cudaSuccess;
+    if (a == NULL) {
+        if (kv_prefill_ws<DP>() && KV_WS_TMA && kv_ws_tma_dp(DP) && dev->tma) (void)kv_tmap_encoder();
+        return cudaSuccess;
+    }
     int ctas = dev->num_sms;
 #ifdef KVATTN_DEV_VARIANTS
     if (kv_attn_dev_pctas > 0 && kv_attn_dev_pctas < ctas) ctas = kv_attn_dev_pctas;
 #endif
-    return kv_launch(kernel, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a, list);
+    if constexpr (kv_prefill_ws<DP>()) {
+        kv_ws_tmaps tm;
+        kv_ws_tmaps_make(p, dev, DP, CF::BN, &tm); /* (rows 0 unless kv_ws_tma_dp(DP)) */
+        auto with_tma = [] {
+            if constexpr (kv_ws_tma_dp(DP)) return kv_prefill_ws_kernel<T, DP, true>;
+            else return kv_prefill_ws_kernel<T, DP, false>;
+        }();
+        return kv_launch(tm.rows > 0 ? with_tma : kernel, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a,
+                         list, tm);
+    } else {
+        return kv_launch(kernel, ctas, CF::THREADS, CF::SMEM_BYTES, stream, dev->pdl, *p, *a, list);
+    }
 }
 template <typename T>
 static int launch_sm90(int pdp, const kvattn_params *p, const kv_attn_args *a, kv_item_list list,

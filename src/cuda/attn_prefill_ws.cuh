@@ -52,6 +52,22 @@
 #ifndef KV_WS_QFIRST /* 1: the producer copies Q before the item's K_0 (0: after) */
 #define KV_WS_QFIRST 1
 #endif
+/* 1: the producer copies a K / V tile whose rows are all keys of the sequence with tensor-map (TMA) boxes, one
+ * thread per box of kv_ws_tmaps::rows rows and 64 channels, when the host has encoded the maps (attn.cu; contiguous
+ * caches, and pages of >= 8 rows that divide BN or are a multiple of it, 16-byte strides); every other tile (one that
+ * reaches past the sequence's keys, or holds an unmapped page) by the 16-byte cp.async below */
+#ifndef KV_WS_TMA
+#define KV_WS_TMA 1
+#endif
+/* ... for the padded head dims in this mask (bit 0 DP 64, bit 1 DP 128, bit 2 DP 256; their TMA kernels are compiled
+ * only then). Measured on the H200 (fortieth session, compare.py causal prefill, H 32 / 8, B x L = 16k, L 1024 ..
+ * 16384, medians of three or four rotated rounds against the same binary without maps): DP 256 -4.2 .. -9.8% (packed
+ * keys; boxes of 64 rows), -3.1% at 16 x 1024 in pages of 16 (boxes of 16 rows); DP 64 +5.7 .. +10.3% and DP 128
+ * +2.6 .. +6.3% slower (packed), +12 / +9 .. +19% (pages of 16), with L2 promotion 256, 128 or none alike. So 4. */
+#ifndef KV_WS_TMA_DPS
+#define KV_WS_TMA_DPS 4
+#endif
+static constexpr bool kv_ws_tma_dp(int DP) { return (KV_WS_TMA_DPS & (DP == 64 ? 1 : DP == 128 ? 2 : DP == 256 ? 4 : 0)) != 0; }
 /* 1: a consumer warpgroup issues the next item's Q rows in the current item's tail (see the consumers' loop) */
 #ifndef KV_WS_QPF
 #define KV_WS_QPF 1
@@ -151,6 +167,19 @@ static __device__ __forceinline__ void kv_mbar_arrive_warp(uint32_t bar) {
 static __device__ __forceinline__ void kv_mbar_arrive_cp_async(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+/* One arrival that also expects `bytes` of asynchronous copies (TMA) in the current phase. */
+static __device__ __forceinline__ void kv_mbar_arrive_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* One 4-D tensor-map box into smem at dst; its bytes complete on the mbarrier `bar`. map: a __grid_constant__
+ * kernel parameter's address. */
+static __device__ __forceinline__ void kv_tma_load4(uint32_t dst, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                                    int32_t c2, int32_t c3, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+                 "%5}], [%6];\n" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+                 : "memory");
+}
 template <int N> static __device__ __forceinline__ void kv_setmaxnreg_dec() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
@@ -169,6 +198,8 @@ template <int KS, int VS> struct kv_ws_bars {
     uint64_t ring_full[2], ring_empty[2];       /* ring_full: 1 (producer thread 0); ring_empty: 8 consumer warps */
     uint64_t q_full, q_empty;                   /* KV_WS_QPROD: sQ's barriers (128 producer arrivals / 8 warps) */
     int ring[2];                                /* list index of the item (>= count: no more items) */
+    uint32_t tok[2];                            /* KV_WS_TMA: per address slot, byte w = warp w's rows of K_t (bit
+                                                 * 0) / V_{t-1} (bit 1) are all keys of the sequence */
     int pidx;                                   /* the producer's claimed index, to its other threads */
 };
 
@@ -234,11 +265,11 @@ template <int BN, int RSTEP> static __device__ __forceinline__ int kv_ws_aidx(in
     return u - h + (h % RSTEP) * (BN / RSTEP) + h / RSTEP;
 }
 
-template <typename T, int DP, typename CF>
+template <typename T, int DP, typename CF, bool TMA>
 static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, const kv_item &it, uint32_t sQ,
                                                      uint32_t sK, uint32_t sV, uint64_t (*s_addr)[2 * CF::BN],
                                                      kv_ws_bars<CF::KS, CF::VS> *bars, uint32_t &gp, bool qprod,
-                                                     uint32_t &qp) {
+                                                     uint32_t &qp, const kv_ws_tmaps &tm) {
     constexpr int BN = CF::BN, KS = CF::KS, VS = CF::VS, CH = DP / 8, RSTEP = 128 / CH;
     constexpr int UNITS = 2 * BN / 128; /* row units per thread */
     constexpr int PBATCH = DP == 256 ? KV_WS_PBATCH256 : KV_WS_PBATCH;
@@ -259,8 +290,19 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
         const int32_t j = (kt_begin + tile) * BN + u % BN;
         return tile >= 0 && tile < n_kt && j >= it.klo && j < it.khi ? j : -1;
     };
+    /* KV_WS_TMA: boxes of R rows serve this item's tiles whose rows are all keys of the sequence (key_row >= 0 for
+     * every row: the rows outside [klo, khi) are then read too, and masked as in the diagonal's tiles). A box must lie
+     * in one page: the item's rows are aligned to R in its pages when L is (tiles start at multiples of BN). */
+    const int32_t R = TMA && tm.rows > 0 ? tm.rows : BN;
+    const bool tma_item = TMA && tm.rows > 0 && (ra[0].table ? f.s.L % R == 0 : ra[0].limit > 0);
+    auto key_row = [&](int k, int32_t t) -> int32_t { /* key j of unit k at step t if the tile exists and j < s_k */
+        const int u = tid + 128 * k;
+        const int32_t tile = u < BN ? t : t - 1;
+        const int32_t j = (kt_begin + tile) * BN + u % BN;
+        return tile >= 0 && tile < n_kt && j < f.s_k ? j : -1;
+    };
     auto page_read = [&](int k, int32_t t) -> int32_t {
-        const int32_t j = key(k, t);
+        const int32_t j = tma_item ? key_row(k, t) : key(k, t); /* (key(k, t) >= 0: key_row is the same j) */
         return ra[k].table && j >= 0 ? ra[k].page(f.s.L + j) : 0;
     };
 #pragma unroll
@@ -280,23 +322,59 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
         /* (steps of consecutive items are apart by the item claim's barriers) */
         const int slot = CF::ASLOTS == 2 ? t & 1 : 0;
         if (CF::ASLOTS == 1 && t > 0) kv_bar_sync(1, 128); /* one slot: the previous step's copies have read it */
+        bool okk = true, okv = true;  /* KV_WS_TMA: this thread's rows of K_t / V_{t-1} are keys of the sequence */
+        int32_t box_c2[UNITS], box_c3[UNITS]; /* and the box coordinates of its rows (rows, outer) */
 #pragma unroll
         for (int k = 0; k < UNITS; k++) {
             const int32_t j = key(k, t);
             s_addr[slot][PBATCH ? kv_ws_aidx<BN, RSTEP>(tid + 128 * k) : tid + 128 * k] =
                 j >= 0 ? ra[k].addr(f.s.L + j, page[k]) : 0;
+            if (tma_item) {
+                const int32_t jr = key_row(k, t);
+                const int32_t pos = f.s.L + jr;
+                const bool ok = jr >= 0 && ra[k].addr(pos, page[k]) != 0;
+                if (tid + 128 * k < BN) okk = okk && ok;
+                else okv = okv && ok;
+                box_c2[k] = ra[k].table ? (ra[k].page_shift >= 0 ? pos & (ra[k].page_size - 1) : pos % ra[k].page_size)
+                                        : pos;
+                box_c3[k] = ra[k].table ? page[k] : tm.outer0 ? 0 : f.cache_row;
+            }
             page[k] = page_read(k, t + 1);
         }
+        if (tma_item) {
+            const uint32_t wk = __all_sync(0xffffffffu, okk), wv = __all_sync(0xffffffffu, okv);
+            if ((tid & 31) == 0) ((volatile uint8_t *)&bars->tok[slot])[tid >> 5] = (uint8_t)(wk | wv << 1);
+        }
         kv_bar_sync(1, 128); /* the step's addresses visible to every producer thread */
+        const uint32_t tok = tma_item ? *(volatile uint32_t *)&bars->tok[slot] : 0u;
+        const bool tma_k = (tok & 0x01010101u) == 0x01010101u, tma_v = (tok & 0x02020202u) == 0x02020202u;
         /* tile g of a ring of NST stages at smem `base` (its rows' addresses from unit u0 on): wait until the
          * consumers have freed the stage, copy, and let the copies' landing complete the stage's full barrier */
         auto copy_tile = [&](uint64_t *empty, uint64_t *full, uint32_t NST, uint32_t base, uint32_t g, int u0,
-                             int wait_slot) {
+                             int wait_slot, bool tma, const CUtensorMap *map) {
             const uint32_t st = g % NST;
             KV_WS_T(tw0);
             kv_mbar_wait(kv_smem_u32(&empty[st]), ((g / NST) & 1) ^ 1);
             KV_WS_ADD(threadIdx.x == 0, wait_slot, KV_WS_CLK_NOW() - tw0); /* the producer's waits for a free stage */
             const uint32_t dst = base + st * CF::KV_BYTES + my_dst;
+            if (tma) {
+                /* the thread of the tile's row h (a multiple of R) copies rows h .. h + R - 1, DP / 64 boxes; every
+                 * producer thread arrives once (the barrier counts 128), thread 0 expecting the tile's bytes */
+                const uint32_t bar = kv_smem_u32(&full[st]);
+#pragma unroll
+                for (int k = 0; k < UNITS; k++) {
+                    const int u = tid + 128 * k;
+                    if ((u >= BN) == (u0 >= BN) && (u % BN) % R == 0) {
+#pragma unroll
+                        for (int c = 0; c < DP / 64; c++)
+                            kv_tma_load4(base + st * CF::KV_BYTES + c * (BN * 128) + (u % BN) * 128, map, c * 64,
+                                         it.kv_head, box_c2[k], box_c3[k], bar);
+                    }
+                }
+                if (tid == 0) kv_mbar_arrive_tx(bar, CF::KV_BYTES);
+                else kv_mbar_arrive(bar);
+                return;
+            }
             if (PBATCH == 0) {
 #pragma unroll
                 for (int k = 0; k < BN / RSTEP; k++)
@@ -338,11 +416,11 @@ static __device__ __forceinline__ void kv_ws_produce(const kvattn_params &p, con
         };
         if (qprod && t == 0 && KV_WS_QFIRST) copy_q();
         if (t < n_kt) { /* K_t */
-            copy_tile(bars->empty_k, bars->full_k, KS, sK, gp + t, 0, 14);
+            copy_tile(bars->empty_k, bars->full_k, KS, sK, gp + t, 0, 14, tma_k, &tm.k);
             KV_WS_ADD(threadIdx.x == 0 && t == 0, 13, KV_WS_CLK_NOW() - tp0); /* item to K_0's copies issued */
         }
         if (qprod && t == 0 && !KV_WS_QFIRST) copy_q();
-        if (t >= 1) copy_tile(bars->empty_v, bars->full_v, VS, sV, gp + t - 1, BN, 15); /* V_{t-1} */
+        if (t >= 1) copy_tile(bars->empty_v, bars->full_v, VS, sV, gp + t - 1, BN, 15, tma_v, &tm.v); /* V_{t-1} */
     }
     gp += n_kt;
 }
@@ -539,9 +617,10 @@ static __device__ __forceinline__ void kv_ws_consume(const kvattn_params &p, con
 
 /* Persistent warp-specialized prefill kernel: num_SMs blocks of 384 threads, kv_ws_cfg<T, DP>::SMEM_BYTES of
  * dynamic smem. */
-template <typename T, int DP>
+template <typename T, int DP, bool TMA>
 __global__ void __launch_bounds__(384, 1)
-    kv_prefill_ws_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list) {
+    kv_prefill_ws_kernel(const __grid_constant__ kvattn_params p, kv_attn_args a, kv_item_list list,
+                         const __grid_constant__ kv_ws_tmaps tm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     typedef kv_ws_cfg<T, DP> CF;
     extern __shared__ __align__(1024) unsigned char kv_ws_smem[];
@@ -583,6 +662,10 @@ __global__ void __launch_bounds__(384, 1)
     const bool qprod = KV_WS_QPROD && (DP != 128 || KV_WS_QPROD128) && p.rotary_cos == NULL;
     if (threadIdx.x < 128) { /* the producer */
         kv_setmaxnreg_dec<CF::PREG>();
+        if (TMA && threadIdx.x == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tm.k) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)&tm.v) : "memory");
+        }
         uint32_t gp = 0, qp = 0; /* tiles and Q rows copied */
 #pragma unroll 1
         for (int n = 0;; n++) {
@@ -601,7 +684,7 @@ __global__ void __launch_bounds__(384, 1)
             kv_bar_sync(1, 128); /* pidx read by all before thread 0 writes the next one */
             if (idx >= count) break;
             const kv_item it = kv_item_ldcg(list.items, idx);
-            kv_ws_produce<T, DP, CF>(p, it, sQ, sK, sV, s_addr, &bars, gp, qprod, qp);
+            kv_ws_produce<T, DP, CF, TMA>(p, it, sQ, sK, sV, s_addr, &bars, gp, qprod, qp, tm);
         }
     } else { /* the consumers */
         kv_setmaxnreg_inc<CF::CREG>();

@@ -8,6 +8,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda.h> /* CUtensorMap (the type only; the encoder is reached through the runtime, no -lcuda) */
 #include <cuda_runtime.h>
 #include <string.h>
 #include "internal.h"
@@ -37,7 +38,21 @@ typedef struct kv_device_info {
     int lean;           /* KVATTN_NO_LEAN unset: early decode steps of few sequences take the scheduler's lean
                          * path (KV_LEAN_SCHED, attn_kernels.cuh) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
+    int tma;            /* KVATTN_NO_TMA unset: the ws prefill kernel may copy K / V tiles by tensor maps */
 } kv_device_info;
+
+/* Tensor maps of the K and V caches for the ws prefill kernel's producer (attn_prefill_ws.cuh, KV_WS_TMA), encoded
+ * by the host per call (attn.cu, kv_ws_tmaps_make). 4-D, innermost first: {D, Hk, rows, outer} with rows the cache
+ * positions (contiguous: capacity C, outer the cache row) or a page's rows (paged: page_size, outer the page). Boxes
+ * of {64, 1, rows, 1}, 128-byte swizzle: a box lands as kv_sw128 lays a tile's 64-channel block out. rows == 0: off
+ * (the producer copies every tile with cp.async). */
+typedef struct kv_ws_tmaps {
+    CUtensorMap k, v;
+    int32_t rows; /* rows per box: BN (contiguous, or pages of a multiple of BN rows) or page_size (pages of 8 .. BN / 2
+                   * rows dividing BN); 0 = off */
+    int32_t outer0; /* contiguous caches at batch stride 0: the outer coordinate is 0 for every sequence */
+    int32_t pad_[14];
+} kv_ws_tmaps;
 
 /* ---- the rotary embedding of appended keys ----------------------------------------------------------------
  * Element conversions, the cos / sin table element (fp32 or the q dtype; the caller checked the position), and THE
