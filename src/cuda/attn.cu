@@ -303,6 +303,10 @@ static bool kv_tmap_encode(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m
 static void kv_ws_tmaps_make(const kvattn_params *p, const kv_device_info *dev, int DP, int BN, kv_ws_tmaps *tm) {
     memset(tm, 0, sizeof *tm);
     if (!KV_WS_TMA || !kv_ws_tma_dp(DP) || !dev->tma || (p->dtype != KVATTN_BF16 && p->dtype != KVATTN_F16)) return;
+    /* every box of 64 channels must start inside the head dim: boxes wholly past it (head dims <= DP - 64, e.g. 136 -
+     * 192 at DP 256) were never run on the GPU, so those head dims keep the cp.async copies; boxes partly past it (the
+     * channels >= D zero-filled) were, at DP 64 and 128 (test_grid's head dims 59 and 80) */
+    if (p->head_dim <= DP - 64) return;
     const CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     const bool paged = p->block_table != NULL;
     const int ps = p->page_size;

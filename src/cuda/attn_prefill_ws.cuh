@@ -63,7 +63,8 @@
  * only then). Measured on the H200 (fortieth session, compare.py causal prefill, H 32 / 8, B x L = 16k, L 1024 ..
  * 16384, medians of three or four rotated rounds against the same binary without maps): DP 256 -4.2 .. -9.8% (packed
  * keys; boxes of 64 rows), -3.1% at 16 x 1024 in pages of 16 (boxes of 16 rows); DP 64 +5.7 .. +10.3% and DP 128
- * +2.6 .. +6.3% slower (packed), +12 / +9 .. +19% (pages of 16), with L2 promotion 256, 128 or none alike. So 4. */
+ * +2.6 .. +6.3% slower (packed), +12 / +9 .. +19% (pages of 16), with L2 promotion 256, 128 or none alike. So 4.
+ * The host also keeps head dims <= DP - 64 off the maps (kv_ws_tmaps_make). */
 #ifndef KV_WS_TMA_DPS
 #define KV_WS_TMA_DPS 4
 #endif
