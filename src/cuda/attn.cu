@@ -261,7 +261,7 @@ static PFN_cuTensorMapEncodeTiled_v12000 kv_tmap_encoder(void) {
 
 /* One cache tensor's map for the ws producer (kv_ws_tmaps): {D, Hk, rows, outer} elements with the tensor's strides,
  * boxes {64, 1, R, 1}. A dimension of extent 1 is never stepped: its stride is replaced by a valid one (the tensor's
- * own may be 0, e.g. the packed keys of kvattn_varlen, batch stride 0). False when TMA cannot serve the tensor. */
+ * own may be 0, e.g. flash_attn_varlen_func's packed keys, batch stride 0). False when TMA cannot serve the tensor. */
 static bool kv_tmap_encode(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const kvattn_params *p,
                            const void *base, int64_t bs, int64_t rs, int64_t hs, int64_t rows, int64_t outer, int R,
                            CUtensorMapL2promotion l2) {
@@ -271,8 +271,8 @@ static bool kv_tmap_encode(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m
         if (log) fprintf(stderr, "kvattn: tensor map: base %p or extents not served\n", base);
         return false;
     }
-    /* a dimension of extent 1 gets the stride that packs it after the ones below it (the encoder checks strides
-     * against the dimensions below) */
+    /* a dimension of extent 1 gets the stride that packs it after the ones below it (the encoder's documentation
+     * asks each stride to cover the dimensions below it) */
     int64_t st[3];
     st[0] = Hk > 1 ? hs * 2 : (D * 2 + 15) / 16 * 16;
     st[1] = rows > 1 ? rs * 2 : st[0] * Hk;
@@ -317,8 +317,8 @@ static void kv_ws_tmaps_make(const kvattn_params *p, const kv_device_info *dev, 
         if (kv_tma_log()) fprintf(stderr, "kvattn: no tensor-map encoder in the driver\n");
         return;
     }
-    /* cache rows at batch stride 0 are one row (kvattn_varlen's packed keys: every sequence reads row 0's storage):
-     * one outer coordinate, 0 */
+    /* cache rows at batch stride 0 are one row (flash_attn_varlen_func's packed keys: every sequence reads the same
+     * storage): one outer coordinate, 0 */
     const bool outer0 = !paged && p->k_batch_stride == 0 && p->v_batch_stride == 0;
     const int64_t rows = paged ? ps : p->cache_capacity, outer = paged ? p->num_pages : outer0 ? 1 : p->cache_batch;
     if (!kv_tmap_encode(enc, &tm->k, p, p->k_cache, p->k_batch_stride, p->k_row_stride, p->k_head_stride, rows, outer,
