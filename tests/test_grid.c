@@ -180,7 +180,6 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     int64_t cache_elems[2];
     char layout[80];
     int ps = 0;
-    int32_t cache_row_of[MAXB]; /* contiguous: the cache row of sequence b */
     if (paged) {
         ps = kvt_pick(page_sizes, 7);
         int pages_of[MAXB], total_pages = 0, maxp = 1;
@@ -238,14 +237,12 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
         p->cache_batch = cache_batch;
         p->cache_capacity = C;
         int use_idx = kvt_randint(0, 9) < 3 && B > 0;
-        for (int b = 0; b < B; b++) cache_row_of[b] = b;
         if (use_idx) {
             int32_t perm[MAXB + 3];
             for (int i = 0; i < cache_batch; i++) perm[i] = i;
             kvt_shuffle(perm, cache_batch);
             kvt_arr_alloc(P, &P->batch_idx, "cache_batch_idx", (size_t)B * 4);
             memcpy(P->batch_idx.host, perm, (size_t)B * 4);
-            memcpy(cache_row_of, perm, (size_t)B * 4);
         }
         snprintf(layout, sizeof layout, "contig C=%d Bc=%d%s", C, cache_batch, use_idx ? " batch_idx" : "");
     }
@@ -266,24 +263,17 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
      * and rows no sequence owns, padded heads and channels. No kernel may read them into a result (a tile that reads
      * a row past the keys and masks it would still turn 0 * NaN into NaN). */
     if (kvt_randint(0, 2) == 0) {
-        const int32_t *bt = paged ? P->block_table.host : NULL;
+        kvattn_params where = *p; /* the reference's cache addressing, with the host tables drawn so far */
+        where.block_table = P->block_table.used ? P->block_table.host : NULL;
+        where.cache_batch_idx = P->batch_idx.used ? P->batch_idx.host : NULL;
         for (int w = 0; w < 2; w++) {
-            const int64_t bs = w ? p->v_batch_stride : p->k_batch_stride, rs = w ? p->v_row_stride : p->k_row_stride,
-                          hs = w ? p->v_head_stride : p->k_head_stride;
             unsigned char *live = calloc((size_t)cache_elems[w], 1);
             for (int b = 0; b < B; b++)
-                for (int32_t pos = L[b]; pos < S[b] + nnew[b]; pos++) {
-                    int64_t o;
-                    if (paged) {
-                        const int32_t page = bt[(int64_t)b * p->block_table_batch_stride + pos / ps];
-                        if (page < 0 || page >= p->num_pages) continue;
-                        o = (int64_t)page * bs + (int64_t)(pos % ps) * rs;
-                    } else {
-                        o = (int64_t)cache_row_of[b] * bs + (int64_t)pos * rs;
+                for (int32_t pos = L[b]; pos < S[b] + nnew[b]; pos++)
+                    for (int kh = 0; kh < Hk; kh++) {
+                        const int64_t o = kvref_cache_offset(&where, b, pos, kh, w);
+                        if (o >= 0) memset(live + view_off[w] + o, 1, (size_t)D);
                     }
-                    for (int kh = 0; kh < Hk; kh++)
-                        for (int c = 0; c < D; c++) live[view_off[w] + o + (int64_t)kh * hs + c] = 1;
-                }
             unsigned char *h = cache_arr[w]->host;
             for (int64_t e = 0; e < cache_elems[w]; e++)
                 if (!live[e]) memset(h + e * es, 0xFF, (size_t)es);

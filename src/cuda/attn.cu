@@ -226,20 +226,6 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
     return KVATTN_OK;
 }
 
-/* an environment switch read once (host threads may race: they store the same value) */
-static int kv_env_once(int *cache, const char *name) {
-    int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv(name);
-        v = e && e[0] && e[0] != '0';
-        __atomic_store_n(cache, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-static int kv_tma_log(void) { /* KVATTN_DEV_TMA_LOG: say on stderr whether each call's maps were encoded (dev runs) */
-    static int cache = -1;
-    return kv_env_once(&cache, "KVATTN_DEV_TMA_LOG");
-}
 /* The driver's tensor-map encoder, looked up once through the runtime (no link against libcuda); NULL when the
  * driver has none. Host threads may race here: they store the same value, published with release. */
 static PFN_cuTensorMapEncodeTiled_v12000 kv_tmap_encoder(void) {
@@ -264,9 +250,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 kv_tmap_encoder(void) {
  * own may be 0, e.g. flash_attn_varlen_func's packed keys, batch stride 0). False when TMA cannot serve the tensor. */
 static bool kv_tmap_encode(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap *m, const kvattn_params *p,
                            const void *base, int64_t bs, int64_t rs, int64_t hs, int64_t rows, int64_t outer, int R,
-                           CUtensorMapL2promotion l2) {
+                           CUtensorMapL2promotion l2, bool log) {
     const int64_t D = p->head_dim, Hk = p->num_kv_heads;
-    const bool log = kv_tma_log();
     if (((uintptr_t)base & 15) != 0 || D < 1 || Hk < 1 || rows < 1 || outer < 1) {
         if (log) fprintf(stderr, "kvattn: tensor map: base %p or extents not served\n", base);
         return false;
@@ -314,7 +299,7 @@ static void kv_ws_tmaps_make(const kvattn_params *p, const kv_device_info *dev, 
     if (R == 0) return;
     PFN_cuTensorMapEncodeTiled_v12000 enc = kv_tmap_encoder();
     if (!enc) {
-        if (kv_tma_log()) fprintf(stderr, "kvattn: no tensor-map encoder in the driver\n");
+        if (dev->tma_log) fprintf(stderr, "kvattn: no tensor-map encoder in the driver\n");
         return;
     }
     /* cache rows at batch stride 0 are one row (flash_attn_varlen_func's packed keys: every sequence reads the same
@@ -322,13 +307,13 @@ static void kv_ws_tmaps_make(const kvattn_params *p, const kv_device_info *dev, 
     const bool outer0 = !paged && p->k_batch_stride == 0 && p->v_batch_stride == 0;
     const int64_t rows = paged ? ps : p->cache_capacity, outer = paged ? p->num_pages : outer0 ? 1 : p->cache_batch;
     if (!kv_tmap_encode(enc, &tm->k, p, p->k_cache, p->k_batch_stride, p->k_row_stride, p->k_head_stride, rows, outer,
-                        R, l2) ||
+                        R, l2, dev->tma_log) ||
         !kv_tmap_encode(enc, &tm->v, p, p->v_cache, p->v_batch_stride, p->v_row_stride, p->v_head_stride, rows, outer,
-                        R, l2))
+                        R, l2, dev->tma_log))
         return;
     tm->rows = R;
     tm->outer0 = outer0;
-    if (kv_tma_log())
+    if (dev->tma_log)
         fprintf(stderr, "kvattn: ws prefill K / V by tensor maps, boxes of %d rows%s\n", R, outer0 ? " (one row)" : "");
 }
 

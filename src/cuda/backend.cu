@@ -53,6 +53,7 @@ int kv_device_info_get(kv_device_info *info) {
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     d.sm90 = major == 9 && minor == 0;
     d.tma = d.sm90 && !env_on("KVATTN_NO_TMA");
+    d.tma_log = env_on("KVATTN_DEV_TMA_LOG");
     g_device_info[device] = d;
     __atomic_store_n(&g_device_info_ready[device], 1, __ATOMIC_RELEASE);
     *info = d;
@@ -99,6 +100,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.lean = 0;
         dev.sm90 = 0;
         dev.tma = 0;
+        dev.tma_log = 0;
     }
     return dev;
 }

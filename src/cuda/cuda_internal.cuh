@@ -39,6 +39,7 @@ typedef struct kv_device_info {
                          * path (KV_LEAN_SCHED, attn_kernels.cuh) */
     int sm90;           /* compute capability 9.0 exactly: the sm_90a kernels run (when built for sm_90a) */
     int tma;            /* KVATTN_NO_TMA unset: the ws prefill kernel may copy K / V tiles by tensor maps */
+    int tma_log;        /* KVATTN_DEV_TMA_LOG set: say on stderr whether each call's maps were encoded (dev runs) */
 } kv_device_info;
 
 /* Tensor maps of the K and V caches for the ws prefill kernel's producer (attn_prefill_ws.cuh, KV_WS_TMA), encoded
@@ -51,7 +52,6 @@ typedef struct kv_ws_tmaps {
     int32_t rows; /* rows per box: BN (contiguous, or pages of a multiple of BN rows) or page_size (pages of 8 .. BN / 2
                    * rows dividing BN); 0 = off */
     int32_t outer0; /* contiguous caches at batch stride 0: the outer coordinate is 0 for every sequence */
-    int32_t pad_[14];
 } kv_ws_tmaps;
 
 /* ---- the rotary embedding of appended keys ----------------------------------------------------------------
