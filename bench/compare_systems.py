@@ -2,6 +2,9 @@
 # Each system's prepare(inp) returns a callable run(r) -> out [total_q, H, D] (the packed query order) for
 # rotation r, or raises Unsupported(reason) when it cannot run that case. Anything else it raises is an
 # error of that system for that case; compare.py records it and goes on.
+import os
+
+
 class Unsupported(Exception):
     pass
 
@@ -20,6 +23,8 @@ class Kvattn:
     def prepare(self, inp):
         kv, torch = self.mod, self.torch
         c = inp.case
+        # dev: KVATTN_BENCH_SPLITS=n passes num_splits=n to the decode calls (0, the default: automatic)
+        ns = int(os.environ.get("KVATTN_BENCH_SPLITS", "0"))
         outs = [torch.empty(inp.total_q, inp.H, inp.D, device=inp.device, dtype=inp.dtype) for _ in range(inp.rot)]
         if c["workload"] == "prefill":
             def run(r):
@@ -39,7 +44,8 @@ class Kvattn:
                 vn = inp.v_new[r].view(B, nn, inp.Hk, inp.D) if nn else None
                 o = kv.flash_attn_with_kvcache(q, inp.k_cache[r], inp.v_cache[r], k=kn, v=vn,
                                                cache_seqlens=inp.cache_seqlens, block_table=bt,
-                                               causal=c["causal"], out=outs[r].view(B, nq, inp.H, inp.D))
+                                               causal=c["causal"], num_splits=ns,
+                                               out=outs[r].view(B, nq, inp.H, inp.D))
                 return o.view(inp.total_q, inp.H, inp.D)
             return run
 

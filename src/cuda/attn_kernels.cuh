@@ -520,6 +520,43 @@ static __device__ __forceinline__ void kv_sched_split(const kvattn_params &p, co
     *bucket = min((ktiles + *npieces - 1) / *npieces, KV_SCHED_BUCKETS - 1);
 }
 
+/* ---- the auto split's one-wave alternative (v94, forty-first session; attn_notes.md) ----------------------
+ * The auto chunk c1 = a block's fair share of the work cuts each tile into ceil(ktiles / c1) pieces. When the
+ * pieces come out a little more than the split_blocks blocks that the chunk aims at (ceil rounds every tile up),
+ * the greedy list runs a second wave on some blocks: 16 sequences of 8192 keys at D 128 (c1 = 63 tiles) give 384
+ * pieces of 43 tiles for 264 blocks, so the call takes two pieces' time where two pieces of 64 tiles per tile (256
+ * items, one wave) take 64 tiles' time. Measured with num_splits caps (dev/split_probe.py, H200): 149.5 -> 128.9
+ * us there, 8 x 8300 95.6 -> 73.2, D 256 8 x 8192 153.9 -> 132.3. The alternative c2 gives the longest tile one
+ * piece less (so every tile as many pieces or fewer); a decode-only batch (every live sequence one tile) takes it
+ * when c1 needs more than one wave (P1 > split_blocks), c2 fits one (P2 <= split_blocks), and its longest piece is
+ * at most twice c1's shortest: more than split_blocks pieces put two of them on one block, each at least that
+ * long, so c1's call cannot be shorter (a list schedule of equal block rates). Both scheduler paths (the lean plan
+ * and the general passes) decide with these helpers from the same per-tile facts, so that they give a sequence the
+ * same pieces. */
+static __device__ __forceinline__ int32_t kv_range_ktiles(const kv_range &kr) {
+    return (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+}
+/* c2 for the longest tile's ktiles (0: no alternative: nothing longer than c1, or no auto split) */
+static __device__ __forceinline__ int32_t kv_sched_chunk_alt(const kvattn_params &p, int32_t c1, int32_t kmax) {
+    if (p.batch_invariant || p.num_splits == 1 || kmax <= c1) return 0;
+    const int32_t n = kmax / c1 + (kmax % c1 != 0); /* >= 2 */
+    return kmax / (n - 1) + (kmax % (n - 1) != 0);
+}
+/* A split tile's shortest and longest piece in KV tiles (kt KV tiles in n pieces of span keys, the last the
+ * remainder; n 1: the whole tile) */
+static __device__ __forceinline__ int32_t kv_piece_min(int32_t kt, int32_t n, int32_t span) {
+    return n > 1 ? kt - (n - 1) * (span / KV_BN) : kt;
+}
+static __device__ __forceinline__ int32_t kv_piece_max(int32_t kt, int32_t n, int32_t span) {
+    return n > 1 ? span / KV_BN : kt;
+}
+/* c2 wins: p1 / p2 items at c1 / c2, min1 the shortest piece at c1, len2 the longest at c2 (KV tiles) */
+static __device__ __forceinline__ bool kv_alt_wins(unsigned long long p1, unsigned long long p2, int32_t min1,
+                                                   int32_t len2, int32_t split_blocks) {
+    const unsigned long long nb = (unsigned long long)max(split_blocks, 1);
+    return p1 > nb && p2 <= nb && (int64_t)len2 <= 2 * (int64_t)min1;
+}
+
 /* Reservation of cnt slots from counters[key] (key -1: none), called by every lane of a warp. When all lanes
  * that reserve use one key (a uniform batch: the common case) the warp makes one atomic for all of them (same-
  * address smem atomics serialize); otherwise each lane makes its own. Returns the lane's first slot. */
@@ -556,7 +593,8 @@ static __device__ __forceinline__ int32_t kv_warp_reserve(int32_t *counters, int
 struct __align__(16) kv_lean_smem { /* scratch (key and cnt read as int4 by the rank) */
     unsigned long long work[KV_LEAN_WARPS];
     int32_t key[KV_LEAN_SEQS], cnt[KV_LEAN_SEQS];
-    int32_t x[6][KV_LEAN_WARPS];
+    int32_t key2[KV_LEAN_SEQS], cnt2[KV_LEAN_SEQS], min1[KV_LEAN_SEQS], len2[KV_LEAN_SEQS]; /* the c2 split (v94) */
+    int32_t x[7][KV_LEAN_WARPS];
 };
 struct kv_lean_res {
     kv_sched_tile q; /* thread b's tile (npieces 0: no items written) */
@@ -613,21 +651,28 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     const int32_t rows0 = ok0 ? kv_seq_rows(p, sq, G) : 0;
     const int64_t s_k = (int64_t)sq.S + sq.n_new - sq.L;
     unsigned long long work = rows0 ? kv_sched_tile_work(Hk, s_k) : 0;
+    /* the tile's keys and KV tiles (a decode tile: rows0 <= KV_DECODE_ROWS), for the longest tile (v94) */
+    const kv_range kr = kv_tile_keys(p, sq, G, 0, rows0);
+    const int32_t kt = rows0 && rows0 <= KV_DECODE_ROWS ? kv_range_ktiles(kr) : 0;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) work += __shfl_xor_sync(0xffffffffu, work, o);
     const unsigned bits = __reduce_or_sync(0xffffffffu, (b < B && (fl & KVATTN_FLAG_BAD_CU_SEQLENS) ? 1u : 0u) |
                                                             (rows0 > KV_DECODE_ROWS ? 2u : 0u));
+    const unsigned ktmax = __reduce_max_sync(0xffffffffu, (unsigned)kt);
     if (lane == 0) {
         sm.work[w] = work;
         sm.x[0][w] = (int32_t)bits;
+        sm.x[6][w] = (int32_t)ktmax;
     }
     kv_lean_sync();
     KV_LEAN_STAMP(1);
     unsigned any = 0;
+    int32_t kmax = 0;
     work = 0;
 #pragma unroll
     for (int k = 0; k < KV_LEAN_WARPS; k++) {
         any |= (unsigned)sm.x[0][k];
+        kmax = max(kmax, sm.x[6][k]);
         work += sm.work[k];
     }
     const bool bad_cu = any & 1u;
@@ -636,6 +681,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     r.ok = ok;
     const int32_t rows = ok ? rows0 : 0;
     const int32_t chunk = kv_sched_chunk(work, a.split_blocks); /* (unused with bad_cu: no sequence has rows) */
+    const int32_t c2 = kv_sched_chunk_alt(p, chunk, kmax);     /* the one-wave alternative (v94), 0: none */
     kv_sched_tile &q = r.q;
     q.b = b;
     q.row0 = 0;
@@ -646,18 +692,29 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     q.part_base = q.comb0 = -1;
     q.dec = 1;
     int32_t n = 0, key = 0x7fffffff;
+    int32_t n2 = 0, key2 = 0x7fffffff, np2 = 0, span2 = 0, inv2 = 0; /* the same at c2 */
     if (rows) {
-        const kv_range kr = kv_tile_keys(p, sq, G, 0, rows);
         int32_t bucket;
         kv_sched_split(p, sq, rows, kr, chunk, &q.npieces, &q.span, &q.inv_block, &bucket);
         q.klo = kr.lo;
         q.khi = kr.hi;
         n = q.npieces * Hk;
         key = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b; /* unique; longest pieces first */
+        if (c2) {
+            kv_sched_split(p, sq, rows, kr, c2, &np2, &span2, &inv2, &bucket);
+            n2 = np2 * Hk;
+            key2 = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b;
+        }
     }
     /* exchange 2, first: the items of every tile ordered before this one */
     sm.key[tid] = key;
     sm.cnt[tid] = n;
+    if (c2) {
+        sm.key2[tid] = key2;
+        sm.cnt2[tid] = n2;
+        sm.min1[tid] = rows ? kv_piece_min(kt, q.npieces, q.span) : 0x7fffffff;
+        sm.len2[tid] = rows ? kv_piece_max(kt, np2, span2) : 0;
+    }
     kv_lean_sync();
     KV_LEAN_STAMP(2);
     /* the rank: the items of the tiles with a smaller key. Entries b >= B (key max, count 0; every caller's thread
@@ -668,10 +725,37 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     const int nb4 = (min(B, KV_LEAN_SEQS) + 3) >> 2;
     const int4 *key4 = (const int4 *)sm.key, *cnt4 = (const int4 *)sm.cnt;
     int32_t first = 0;
+    if (!c2) {
 #pragma unroll 2
-    for (int o = 0; o < nb4; o++) {
-        const int4 k4 = key4[o], c4 = cnt4[o];
-        first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+        for (int o = 0; o < nb4; o++) {
+            const int4 k4 = key4[o], c4 = cnt4[o];
+            first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+        }
+    } else { /* both ranks, and the totals of the c2 decision (kv_alt_wins), in one pass */
+        static_assert(offsetof(kv_lean_smem, key2) % 16 == 0 && offsetof(kv_lean_smem, cnt2) % 16 == 0 &&
+                          offsetof(kv_lean_smem, min1) % 16 == 0 && offsetof(kv_lean_smem, len2) % 16 == 0,
+                      "int4 reads");
+        const int4 *key24 = (const int4 *)sm.key2, *cnt24 = (const int4 *)sm.cnt2;
+        const int4 *min14 = (const int4 *)sm.min1, *len24 = (const int4 *)sm.len2;
+        int32_t first2 = 0, mn = 0x7fffffff, ln = 0;
+        unsigned long long p1 = 0, p2 = 0;
+        for (int o = 0; o < nb4; o++) {
+            const int4 k4 = key4[o], c4 = cnt4[o], k24 = key24[o], c24 = cnt24[o], m4 = min14[o], l4 = len24[o];
+            first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+            first2 += (k24.x < key2 ? c24.x : 0) + (k24.y < key2 ? c24.y : 0) + (k24.z < key2 ? c24.z : 0) +
+                      (k24.w < key2 ? c24.w : 0);
+            p1 += (unsigned)c4.x + (unsigned)c4.y + (unsigned)c4.z + (unsigned)c4.w;
+            p2 += (unsigned)c24.x + (unsigned)c24.y + (unsigned)c24.z + (unsigned)c24.w;
+            mn = min(mn, min(min(m4.x, m4.y), min(m4.z, m4.w)));
+            ln = max(ln, max(max(l4.x, l4.y), max(l4.z, l4.w)));
+        }
+        if (kv_alt_wins(p1, p2, mn, ln, a.split_blocks)) { /* the same verdict in every thread and block */
+            q.npieces = np2;
+            q.span = span2;
+            q.inv_block = inv2;
+            n = n2;
+            first = first2;
+        }
     }
     const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
     const bool split = fits && q.npieces > 1;
@@ -863,6 +947,8 @@ template <bool LEAN, bool APPEND = false, bool ROPE = false>
 __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvattn_params p, kv_attn_args a) {
     __shared__ int32_t s_scan[KV_SCHED_THREADS / 32]; /* per-warp tile totals, then their exclusive scan */
     __shared__ unsigned long long s_work;
+    __shared__ unsigned long long s_alt_p1, s_alt_p2; /* the c2 decision (v94): items at c1 / c2 */
+    __shared__ int32_t s_kmax, s_anybig, s_alt_min1, s_alt_len2; /* longest decode tile, a prefill tile, pieces */
     __shared__ int32_t s_items, s_pitems, s_combine, s_part, s_overflow, s_total;
     __shared__ int32_t s_items_cut, s_pitems_cut; /* smallest start of a range that did not fit (unwritten) */
     /* per-sequence facts of the item pass, in smem when B <= KV_SCHED_SEQS (else re-read from global memory):
@@ -1031,6 +1117,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     if (!lean) {
         if (tid == 0) {
             s_work = 0; s_items = 0; s_pitems = 0; s_combine = 0; s_part = 0; s_overflow = 0;
+            s_kmax = 0; s_anybig = 0; s_alt_p1 = s_alt_p2 = 0; s_alt_min1 = 0x7fffffff; s_alt_len2 = 0;
             s_items_cut = s_pitems_cut = 0x7fffffff;
             s_nbig = 0;
         }
@@ -1040,8 +1127,9 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         int32_t *pre = cached ? s_pre : a.tile_prefix;
         const int per = (B + KV_SCHED_THREADS - 1) / KV_SCHED_THREADS;
         const int b_begin = min(B, tid * per), b_end = min(B, b_begin + per);
-        int32_t my_tiles = 0;
+        int32_t my_tiles = 0, my_kmax = 0;
         unsigned long long my_work = 0;
+        bool my_big = false;
         for (int b = b_begin; b < b_end; b++) {
             const bool ok = cached ? s_ok[b] : a.seq_ok[b];
             const kv_seq s = kv_seq_get(&p, b);
@@ -1055,6 +1143,14 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
             const int64_t s_k = (int64_t)s.S + s.n_new - s.L;
             my_tiles += tiles;
             my_work += (unsigned long long)tiles * kv_sched_tile_work(Hk, s_k);
+            if (rows > KV_DECODE_ROWS) my_big = true;
+            else my_kmax = max(my_kmax, kv_range_ktiles(kv_tile_keys(p, s, G, 0, rows)));
+        }
+        {   /* the longest decode tile and whether any tile is a prefill tile (the c2 decision, v94) */
+            const int32_t wk = (int32_t)__reduce_max_sync(0xffffffffu, (unsigned)my_kmax);
+            const bool wb = __any_sync(0xffffffffu, my_big);
+            if (lane == 0 && wk) atomicMax(&s_kmax, wk);
+            if (lane == 0 && wb) s_anybig = 1;
         }
 #ifdef KVATTN_TIMELINE
         __syncthreads();
@@ -1086,8 +1182,53 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         KV_TLS(6);
         const int32_t total_tiles = s_total;
 
-        /* 2. the auto chunk (KV tiles per piece) */
-        const int32_t chunk = kv_sched_chunk(s_work, a.split_blocks);
+        /* 2. the auto chunk (KV tiles per piece), or its one-wave alternative c2 for a decode-only batch (v94,
+         * kv_sched_chunk_alt: the lean plan decides the same from the same facts) */
+        int32_t chunk = kv_sched_chunk(s_work, a.split_blocks);
+        const int32_t c2 = s_anybig ? 0 : kv_sched_chunk_alt(p, chunk, s_kmax);
+        if (c2) {
+            unsigned long long p1 = 0, p2 = 0;
+            int32_t mn = 0x7fffffff, ln = 0;
+            for (int b = b_begin; b < b_end; b++) {
+                kv_seq s;
+                int32_t rows;
+                if (cached) { /* as plan_tile reads them */
+                    s.n_q = s_nq[b];
+                    s.S = s_sk[b];
+                    s.n_new = 0;
+                    s.L = 0;
+                    rows = kv_seq_rows(p, s, G);
+                } else {
+                    s = kv_seq_get(&p, b);
+                    rows = a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
+                }
+                if (rows == 0) continue;
+                const kv_range kr = kv_tile_keys(p, s, G, 0, rows);
+                const int32_t kt = kv_range_ktiles(kr);
+                int32_t n1, sp1, n2, sp2, inv, bucket;
+                kv_sched_split(p, s, rows, kr, chunk, &n1, &sp1, &inv, &bucket);
+                kv_sched_split(p, s, rows, kr, c2, &n2, &sp2, &inv, &bucket);
+                p1 += (unsigned long long)n1 * Hk;
+                p2 += (unsigned long long)n2 * Hk;
+                mn = min(mn, kv_piece_min(kt, n1, sp1));
+                ln = max(ln, kv_piece_max(kt, n2, sp2));
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+                p1 += __shfl_xor_sync(0xffffffffu, p1, o);
+                p2 += __shfl_xor_sync(0xffffffffu, p2, o);
+            }
+            mn = (int32_t)__reduce_min_sync(0xffffffffu, (unsigned)mn);
+            ln = (int32_t)__reduce_max_sync(0xffffffffu, (unsigned)ln);
+            if (lane == 0) {
+                if (p1) atomicAdd(&s_alt_p1, p1);
+                if (p2) atomicAdd(&s_alt_p2, p2);
+                atomicMin(&s_alt_min1, mn);
+                atomicMax(&s_alt_len2, ln);
+            }
+            __syncthreads();
+            if (kv_alt_wins(s_alt_p1, s_alt_p2, s_alt_min1, s_alt_len2, a.split_blocks)) chunk = c2;
+        }
 
         /* 3. items in descending piece length (what a greedy list schedule needs to keep the tail short): pass 0
          * counts the items per (list, piece length in KV tiles, capped), a scan turns the counts into the start
