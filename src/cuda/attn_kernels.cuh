@@ -486,6 +486,10 @@ static __device__ __forceinline__ int32_t kv_sched_chunk(unsigned long long w, i
 static __device__ __forceinline__ unsigned long long kv_sched_tile_work(int Hk, int64_t s_k) {
     return (unsigned long long)Hk * (unsigned long long)max((int64_t)1, kv_ceil_div64(s_k, KV_BN));
 }
+/* KV tiles of a key range (KV_BN keys each, counted from the tile holding kr.lo) */
+static __device__ __forceinline__ int32_t kv_range_ktiles(const kv_range &kr) {
+    return (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+}
 /* THE split of one query tile (rows packed rows of sequence s, key range kr): its pieces, [klo + k * span, ...)
  * in auto mode, fixed key blocks of inv_block keys in batch-invariant mode (0: not split that way), and its
  * bucket (piece length in KV tiles, capped) for the list order. Both scheduler paths use it, so that a sequence
@@ -493,7 +497,7 @@ static __device__ __forceinline__ unsigned long long kv_sched_tile_work(int Hk, 
 static __device__ __forceinline__ void kv_sched_split(const kvattn_params &p, const kv_seq &s, int32_t rows,
                                                       const kv_range &kr, int32_t chunk, int32_t *npieces,
                                                       int32_t *span, int32_t *inv_block, int32_t *bucket) {
-    const int32_t ktiles = (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
+    const int32_t ktiles = kv_range_ktiles(kr);
     *npieces = 1;
     *span = 0;
     *inv_block = 0;
@@ -533,9 +537,6 @@ static __device__ __forceinline__ void kv_sched_split(const kvattn_params &p, co
  * long, so c1's call cannot be shorter (a list schedule of equal block rates). Both scheduler paths (the lean plan
  * and the general passes) decide with these helpers from the same per-tile facts, so that they give a sequence the
  * same pieces. */
-static __device__ __forceinline__ int32_t kv_range_ktiles(const kv_range &kr) {
-    return (int32_t)(kv_ceil_div64(kr.hi, KV_BN) - kr.lo / KV_BN);
-}
 /* c2 for the longest tile's ktiles (0: no alternative: nothing longer than c1, or no auto split) */
 static __device__ __forceinline__ int32_t kv_sched_chunk_alt(const kvattn_params &p, int32_t c1, int32_t kmax) {
     if (p.batch_invariant || p.num_splits == 1 || kmax <= c1) return 0;
@@ -681,7 +682,6 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     r.ok = ok;
     const int32_t rows = ok ? rows0 : 0;
     const int32_t chunk = kv_sched_chunk(work, a.split_blocks); /* (unused with bad_cu: no sequence has rows) */
-    const int32_t c2 = kv_sched_chunk_alt(p, chunk, kmax);     /* the one-wave alternative (v94), 0: none */
     kv_sched_tile &q = r.q;
     q.b = b;
     q.row0 = 0;
@@ -692,7 +692,6 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     q.part_base = q.comb0 = -1;
     q.dec = 1;
     int32_t n = 0, key = 0x7fffffff;
-    int32_t n2 = 0, key2 = 0x7fffffff, np2 = 0, span2 = 0, inv2 = 0; /* the same at c2 */
     if (rows) {
         int32_t bucket;
         kv_sched_split(p, sq, rows, kr, chunk, &q.npieces, &q.span, &q.inv_block, &bucket);
@@ -700,51 +699,56 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         q.khi = kr.hi;
         n = q.npieces * Hk;
         key = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b; /* unique; longest pieces first */
-        if (c2) {
-            kv_sched_split(p, sq, rows, kr, c2, &np2, &span2, &inv2, &bucket);
-            n2 = np2 * Hk;
-            key2 = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b;
-        }
     }
     /* exchange 2, first: the items of every tile ordered before this one */
     sm.key[tid] = key;
     sm.cnt[tid] = n;
-    if (c2) {
-        sm.key2[tid] = key2;
-        sm.cnt2[tid] = n2;
-        sm.min1[tid] = rows ? kv_piece_min(kt, q.npieces, q.span) : 0x7fffffff;
-        sm.len2[tid] = rows ? kv_piece_max(kt, np2, span2) : 0;
-    }
     kv_lean_sync();
     KV_LEAN_STAMP(2);
     /* the rank: the items of the tiles with a smaller key. Entries b >= B (key max, count 0; every caller's thread
      * wrote its entry) add nothing, so four at a time up to B rounded up to 4 (the loop over all 32 / 64 entries
-     * took ~1000 / 1800 cycles per block: attn_notes.md, twenty-second session) */
+     * took ~1000 / 1800 cycles per block: attn_notes.md, twenty-second session). Also the items in all (p1), for
+     * the one-wave alternative (v94). */
     static_assert(KV_LEAN_SEQS % 4 == 0, "the rank reads int4");
     static_assert(offsetof(kv_lean_smem, key) % 16 == 0 && offsetof(kv_lean_smem, cnt) % 16 == 0, "int4 rank reads");
     const int nb4 = (min(B, KV_LEAN_SEQS) + 3) >> 2;
     const int4 *key4 = (const int4 *)sm.key, *cnt4 = (const int4 *)sm.cnt;
     int32_t first = 0;
-    if (!c2) {
+    unsigned long long p1 = 0;
 #pragma unroll 2
-        for (int o = 0; o < nb4; o++) {
-            const int4 k4 = key4[o], c4 = cnt4[o];
-            first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+    for (int o = 0; o < nb4; o++) {
+        const int4 k4 = key4[o], c4 = cnt4[o];
+        first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+        p1 += (unsigned)c4.x + (unsigned)c4.y + (unsigned)c4.z + (unsigned)c4.w;
+    }
+    /* the one-wave alternative c2 (v94), only when c1 needs more than one wave (the same p1 in every thread): the
+     * split at c2, one more exchange, its rank and the decision's totals (kv_alt_wins). Calls whose pieces fit one
+     * wave (8x8192 at D 128) pay only the p1 sum above. */
+    const int32_t c2 = p1 > (unsigned long long)max(a.split_blocks, 1) ? kv_sched_chunk_alt(p, chunk, kmax) : 0;
+    if (c2) {
+        int32_t n2 = 0, key2 = 0x7fffffff, np2 = 0, span2 = 0, inv2 = 0;
+        if (rows) {
+            int32_t bucket;
+            kv_sched_split(p, sq, rows, kr, c2, &np2, &span2, &inv2, &bucket);
+            n2 = np2 * Hk;
+            key2 = (KV_SCHED_BUCKETS - 1 - bucket) * KV_LEAN_SEQS + b;
         }
-    } else { /* both ranks, and the totals of the c2 decision (kv_alt_wins), in one pass */
+        sm.key2[tid] = key2;
+        sm.cnt2[tid] = n2;
+        sm.min1[tid] = rows ? kv_piece_min(kt, q.npieces, q.span) : 0x7fffffff;
+        sm.len2[tid] = rows ? kv_piece_max(kt, np2, span2) : 0;
+        kv_lean_sync();
         static_assert(offsetof(kv_lean_smem, key2) % 16 == 0 && offsetof(kv_lean_smem, cnt2) % 16 == 0 &&
                           offsetof(kv_lean_smem, min1) % 16 == 0 && offsetof(kv_lean_smem, len2) % 16 == 0,
                       "int4 reads");
         const int4 *key24 = (const int4 *)sm.key2, *cnt24 = (const int4 *)sm.cnt2;
         const int4 *min14 = (const int4 *)sm.min1, *len24 = (const int4 *)sm.len2;
         int32_t first2 = 0, mn = 0x7fffffff, ln = 0;
-        unsigned long long p1 = 0, p2 = 0;
+        unsigned long long p2 = 0;
         for (int o = 0; o < nb4; o++) {
-            const int4 k4 = key4[o], c4 = cnt4[o], k24 = key24[o], c24 = cnt24[o], m4 = min14[o], l4 = len24[o];
-            first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
+            const int4 k24 = key24[o], c24 = cnt24[o], m4 = min14[o], l4 = len24[o];
             first2 += (k24.x < key2 ? c24.x : 0) + (k24.y < key2 ? c24.y : 0) + (k24.z < key2 ? c24.z : 0) +
                       (k24.w < key2 ? c24.w : 0);
-            p1 += (unsigned)c4.x + (unsigned)c4.y + (unsigned)c4.z + (unsigned)c4.w;
             p2 += (unsigned)c24.x + (unsigned)c24.y + (unsigned)c24.z + (unsigned)c24.w;
             mn = min(mn, min(min(m4.x, m4.y), min(m4.z, m4.w)));
             ln = max(ln, max(max(l4.x, l4.y), max(l4.z, l4.w)));
@@ -1184,24 +1188,28 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
 
         /* 2. the auto chunk (KV tiles per piece), or its one-wave alternative c2 for a decode-only batch (v94,
          * kv_sched_chunk_alt: the lean plan decides the same from the same facts) */
+        /* sequence b as the item passes read it: from the smem facts (only n_q, 0 when skipped, and the key count
+         * S + n_new - L) or from global memory */
+        auto item_seq = [&](int b) -> kv_seq {
+            kv_seq s;
+            if (cached) {
+                s.n_q = s_nq[b];
+                s.S = s_sk[b];
+                s.n_new = 0;
+                s.L = 0;
+            } else {
+                s = kv_seq_get(&p, b);
+            }
+            return s;
+        };
         int32_t chunk = kv_sched_chunk(s_work, a.split_blocks);
         const int32_t c2 = s_anybig ? 0 : kv_sched_chunk_alt(p, chunk, s_kmax);
         if (c2) {
             unsigned long long p1 = 0, p2 = 0;
             int32_t mn = 0x7fffffff, ln = 0;
             for (int b = b_begin; b < b_end; b++) {
-                kv_seq s;
-                int32_t rows;
-                if (cached) { /* as plan_tile reads them */
-                    s.n_q = s_nq[b];
-                    s.S = s_sk[b];
-                    s.n_new = 0;
-                    s.L = 0;
-                    rows = kv_seq_rows(p, s, G);
-                } else {
-                    s = kv_seq_get(&p, b);
-                    rows = a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
-                }
+                const kv_seq s = item_seq(b);
+                const int32_t rows = cached || a.seq_ok[b] ? kv_seq_rows(p, s, G) : 0;
                 if (rows == 0) continue;
                 const kv_range kr = kv_tile_keys(p, s, G, 0, rows);
                 const int32_t kt = kv_range_ktiles(kr);
@@ -1245,15 +1253,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                 if (pre[mid] <= t) lo = mid; else hi = mid;
             }
             const int b = lo;
-            kv_seq s;
-            if (cached) { /* only the fields the item pass uses: n_q and the key count S + n_new - L */
-                s.n_q = s_nq[b];
-                s.S = s_sk[b];
-                s.n_new = 0;
-                s.L = 0;
-            } else {
-                s = kv_seq_get(&p, b);
-            }
+            const kv_seq s = item_seq(b);
             tp.b = b;
             tp.rows = kv_seq_rows(p, s, G);
             const int tm = kv_tile_rows(tp.rows, a.prefill_rows);
