@@ -6,7 +6,12 @@
  * it there; on another device the same batches check the plain auto split. Each batch (one query per sequence, no
  * append: the early start and its lean plan) is checked against the float64 reference, and its out and lse bits
  * against the same batch with 24 sequences without queries appended (over 64 sequences: the scheduler's general
- * passes), which must choose the same pieces. Paged (page 16) and contiguous caches. */
+ * passes), which must choose the same pieces. Paged (page 16) and contiguous caches.
+ * The stream-K cut (v95, forty-second session): a decode-only batch planned by the lean plan whose c1 / c2 split
+ * would take longer than one chunk of the batch's KV tiles laid end to end is cut at that chunk's multiples, so its
+ * pieces start and end inside tiles at other places than the general passes' (which keep c1 / c2); those batches
+ * are checked against the reference and for the same bits in a second call (determinism), uniform, ragged and with
+ * a sliding window (key ranges that start inside a KV tile). */
 #include "test_cuda_common.h"
 
 #ifdef KVATTN_HAVE_CUDA
@@ -15,6 +20,9 @@
 typedef struct shape {
     int B, H, Hk, S;
     const char *what;
+    int sk;     /* the stream-K cut on the H200: compare with a second call, not with the general passes */
+    int spread; /* ragged: sequence b holds S + (b * 193) % spread keys */
+    int window; /* window_left (0: none) */
 } shape;
 
 /* out [total_q, H, D] (bf16) and lse [H, total_q] of the last kvt_problem_run, downloaded */
@@ -26,14 +34,19 @@ static void grab(kvt_problem *P, uint16_t **out, float **lse) {
 }
 
 static void split_case(const shape *sh, int paged) {
-    kvt_case_begin("%d x %d keys, H %d / Hk %d, D 128, %s: %s; against the reference, and bits against the same "
-                   "batch plus %d empty sequences (general passes)",
-                   sh->B, sh->S, sh->H, sh->Hk, paged ? "page 16" : "contiguous", sh->what, EMPTY);
+    if (sh->sk)
+        kvt_case_begin("%d x %d(+%d) keys, H %d / Hk %d, D 128, window %d, %s: %s; against the reference, and bits "
+                       "against a second call",
+                       sh->B, sh->S, sh->spread, sh->H, sh->Hk, sh->window, paged ? "page 16" : "contiguous", sh->what);
+    else
+        kvt_case_begin("%d x %d keys, H %d / Hk %d, D 128, %s: %s; against the reference, and bits against the same "
+                       "batch plus %d empty sequences (general passes)",
+                       sh->B, sh->S, sh->H, sh->Hk, paged ? "page 16" : "contiguous", sh->what, EMPTY);
     const int n = sh->B + EMPTY;
     int *nq = calloc((size_t)n, sizeof(int)), *nn = calloc((size_t)n, sizeof(int)), *S = calloc((size_t)n, sizeof(int));
     for (int b = 0; b < sh->B; b++) {
         nq[b] = 1;
-        S[b] = sh->S;
+        S[b] = sh->S + (sh->spread ? (b * 193) % sh->spread : 0);
     }
     cu_spec sp = cu_spec_default();
     sp.H = sh->H;
@@ -51,11 +64,25 @@ static void split_case(const shape *sh, int paged) {
     P1.ph.k_new = P1.ph.v_new = NULL; /* no append: a decode step that starts early */
     P1.ph.cu_seqlens_knew = NULL;
     P1.k_new.used = P1.v_new.used = P1.cu_knew.used = 0;
+    if (sh->window) P1.ph.window_left = sh->window;
     uint16_t *o1 = NULL, *o2 = NULL;
     float *l1 = NULL, *l2 = NULL;
     if (kvt_problem_upload(&P1, 1)) kvt_failf("upload failed");
     else if (kvt_problem_run(&P1, kvt_expect_ok())) kvt_failf("unsupported");
     else grab(&P1, &o1, &l1);
+    if (sh->sk) { /* determinism: a second call (fresh poison) gives the same bits */
+        if (o1 && kvt_problem_run(&P1, kvt_expect_ok())) kvt_failf("second call failed");
+        else if (o1) grab(&P1, &o2, &l2);
+        if (o1 && o2) {
+            if (memcmp(o1, o2, (size_t)sh->B * sh->H * 128 * 2)) kvt_failf("out bits differ between two calls");
+            if (memcmp(l1, l2, (size_t)sh->B * sh->H * 4)) kvt_failf("lse bits differ between two calls");
+        }
+        free(o1); free(o2); free(l1); free(l2);
+        kvt_problem_free(&P1);
+        free(nq); free(nn); free(S);
+        kvt_case_end();
+        return;
+    }
     /* the same sequences, caches and queries, then EMPTY sequences without queries */
     sp.B = n;
     kvt_problem P2;
@@ -98,15 +125,30 @@ static void split_case(const shape *sh, int paged) {
 
 int main(void) {
     kvt_init("test_cuda_split");
-    if (!cu_gpu_or_skip(6)) return kvt_finish();
+    if (!cu_gpu_or_skip(16)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
-    /* on the H200 (264 blocks): 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180
-     * of 18; 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles; 40 x 2 tiles of
-     * 32 at chunk 16 are 160 pieces (one wave already: the alternative is not taken) */
-    static const shape shapes[3] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile"},
-                                    {34, 16, 4, 1280, "2 pieces -> 1 per tile"},
-                                    {40, 8, 2, 2048, "one wave already (2 pieces)"}};
-    for (int i = 0; i < 3; i++)
+    /* on the H200 (264 blocks, 264 / Hk per kv head for the stream-K chunk cs):
+     * - 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180 of 18 (stream-K: cs 16,
+     *   18 tiles with its extra item: not shorter);
+     * - 40 x 2 tiles of 32 at chunk 16 are 160 pieces (one wave already: neither is considered);
+     * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (20), stream-K cs 16
+     *   (11 of 66 blocks per kv head: 680 / 66 -> 16, 18 < 20): stream-K;
+     * - 12 x 8 tiles of 64: c2 gives 192 pieces of 32, stream-K cs 24 (768 / 33): tiles cut as 24 24 16, 8 24 24 8,
+     *   16 24 24;
+     * - 20 x 8 ragged tiles of 64 - 72: c2 one piece each (up to 72, longer than twice c1's shortest: not
+     *   taken), stream-K cs 42;
+     * - 12 x 8 with a window of 3001 keys: tiles of 47 - 48 KV tiles from a key inside a tile, cs 18;
+     * - 64 x 2 ragged tiles of 47 - 55 (cs 25 against c2's 28) and 48 x 1 ragged tiles of 94 - 108 (cs 19
+     *   against c2's 22). */
+    static const shape shapes[8] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0},
+                                    {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0},
+                                    {34, 16, 4, 1280, "stream-K instead of 1 piece per tile", 1, 0, 0},
+                                    {12, 32, 8, 4096, "stream-K, uniform", 1, 0, 0},
+                                    {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0},
+                                    {12, 32, 8, 4096, "stream-K, sliding window", 1, 0, 3001},
+                                    {64, 8, 2, 3000, "stream-K, 64 ragged sequences", 1, 500, 0},
+                                    {48, 8, 1, 6000, "stream-K, ragged, MQA", 1, 900, 0}};
+    for (int i = 0; i < 8; i++)
         for (int paged = 1; paged >= 0; paged--) split_case(&shapes[i], paged);
 #endif
     return kvt_finish();

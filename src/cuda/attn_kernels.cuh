@@ -38,6 +38,13 @@
 #define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
+/* stream-K cut of a decode-only lean plan (v95, kv_lean_plan): taken when its chunk plus KV_SK_ITEM KV tiles (one
+ * more item's start on a block, measured on the H200: attn_notes.md, forty-second session) is shorter than the
+ * c1 / c2 split's call, for chunks up to KV_SK_MAX_CHUNK tiles (its list keys fit int32) */
+#ifndef KV_SK_ITEM
+#define KV_SK_ITEM 2
+#endif
+#define KV_SK_MAX_CHUNK 65535
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
 /* mutants for the tests of the early append (kv_sched_append): KV_DEV_NO_SCHED_APPEND=1 leaves the new rows
@@ -390,9 +397,13 @@ static __device__ __forceinline__ int32_t kv_block_excl_scan(int32_t v, int32_t 
 }
 
 /* One query tile's reserved items: pieces [0, npieces) of each kv head at list slots first + kh * npieces + k,
- * and its combine tasks when split (comb0 >= 0). */
+ * and its combine tasks when split (comb0 >= 0). Piece k starts k * span keys past the tile's first KV tile, less
+ * shift for k >= 1 (so piece 0 is span - shift keys long). A stream-K tile of the lean plan (fm >= 0, v95: shift
+ * from the batch's cut points) has its pieces at three places of the list, which is ordered by piece length: its
+ * head piece (k 0) of each kv head at first + kh, its middle pieces at fm + kh * (npieces - 2) + k - 1, its tail
+ * piece (k npieces - 1) at ft + kh (kv_sched_pos). */
 typedef struct kv_sched_tile {
-    int32_t b, row0, nrows, klo, khi, span, inv_block, npieces, first, part_base, comb0, dec;
+    int32_t b, row0, nrows, klo, khi, span, inv_block, npieces, first, part_base, comb0, dec, shift, fm, ft;
 } kv_sched_tile;
 #define KV_CHECK_U 8 /* fused check: table slots per lane and round (a round: 8192 slots) */
 #define KV_SCHED_OWN_ITEMS 16 /* a tile with more items is written by the whole block (queue of KV_SCHED_BIG) */
@@ -423,10 +434,10 @@ static __device__ __forceinline__ kv_item kv_sched_item(const kv_sched_tile &q, 
         const int32_t start = (q.klo / q.inv_block + k) * q.inv_block; /* <= khi - 1 */
         it.klo = max(q.klo, start);
         it.khi = start + min(q.khi - start, q.inv_block);
-    } else {
-        const int32_t start = (q.klo / KV_BN) * KV_BN + k * q.span; /* < khi: k < npieces */
+    } else { /* piece 0: span - shift keys, then span each (shift 0 but for stream-K tiles) */
+        const int32_t start = (q.klo / KV_BN) * KV_BN + (k > 0 ? (k - 1) * q.span + (q.span - q.shift) : 0); /* < khi */
         it.klo = max(q.klo, start);
-        it.khi = start + min(q.khi - start, q.span);
+        it.khi = start + min(q.khi - start, k > 0 ? q.span : q.span - q.shift);
     }
     it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
     it.comb = comb;
@@ -436,6 +447,25 @@ static __device__ __forceinline__ kv_item kv_sched_item(const kv_sched_tile &q, 
         it.nrows = k == 0 ? q.nrows : 0;
     }
     return it;
+}
+/* The list slot of item e of tile q (kv head e / npieces, piece e % npieces) */
+static __device__ __forceinline__ int32_t kv_sched_pos(const kv_sched_tile &q, int32_t e) {
+    if (q.fm < 0) return q.first + e;
+    const int32_t kh = e / q.npieces, k = e - kh * q.npieces;
+    return k == 0 ? q.first + kh : k == q.npieces - 1 ? q.ft + kh : q.fm + kh * (q.npieces - 2) + k - 1;
+}
+/* The inverse: item e of tile q held at list slot i, or -1 (none of q's items there) */
+static __device__ __forceinline__ int32_t kv_sched_slot_item(const kv_sched_tile &q, int Hk, int32_t i) {
+    const int32_t n = q.npieces;
+    if (n <= 0) return -1;
+    if (q.fm < 0) return i >= q.first && i - q.first < n * Hk ? i - q.first : -1;
+    if (i >= q.first && i - q.first < Hk) return (i - q.first) * n;
+    if (n >= 2 && i >= q.ft && i - q.ft < Hk) return (i - q.ft) * n + n - 1;
+    if (n >= 3 && i >= q.fm && i - q.fm < Hk * (n - 2)) {
+        const int32_t d = i - q.fm, kh = d / (n - 2);
+        return kh * n + 1 + (d - kh * (n - 2));
+    }
+    return -1;
 }
 /* Writes items e = i0, i0 + di, ... of tile q (item e: kv head e / npieces, piece e % npieces) and its combine
  * tasks likewise: a lane its own tile (i0 = 0, di = 1). */
@@ -450,11 +480,11 @@ static __device__ __forceinline__ void kv_sched_write_tile(const kv_attn_args &a
     }
     for (int32_t e = i0; e < q.npieces * Hk; e += di) {
         const int kh = e / q.npieces;
-        list[q.first + e] = kv_sched_item(q, kh, e - kh * q.npieces);
+        list[kv_sched_pos(q, e)] = kv_sched_item(q, kh, e - kh * q.npieces);
     }
 }
 /* Item e of tile q and, for piece 0 of a split tile, that kv head's combine task (the block-wide flat pass). */
-/* Item e of tile q's items (list index q.first + e): kv head e / npieces, piece e % npieces. */
+/* Item e of tile q's items (list slot kv_sched_pos(q, e)): kv head e / npieces, piece e % npieces. */
 static __device__ __forceinline__ kv_item kv_sched_item_at(const kv_sched_tile &q, int32_t e) {
     const int kh = e / q.npieces;
     return kv_sched_item(q, kh, e - kh * q.npieces);
@@ -468,7 +498,8 @@ static __device__ __forceinline__ void kv_sched_write_item(const kv_attn_args &a
         a.comb_done[q.comb0 + kh] = 0;
     }
     /* items below skip: written by the early decode blocks that run them (kv_attn_kernel, lean plan) */
-    if (q.first + e >= skip) (q.dec ? a.items : a.pitems)[q.first + e] = kv_sched_item_at(q, e);
+    const int32_t i = kv_sched_pos(q, e);
+    if (i >= skip) (q.dec ? a.items : a.pitems)[i] = kv_sched_item_at(q, e);
 }
 
 /* The auto split's chunk in KV tiles from the batch's KV work (tiles x kv heads, summed): no piece longer than a
@@ -595,6 +626,8 @@ struct __align__(16) kv_lean_smem { /* scratch (key and cnt read as int4 by the 
     unsigned long long work[KV_LEAN_WARPS];
     int32_t key[KV_LEAN_SEQS], cnt[KV_LEAN_SEQS];
     int32_t key2[KV_LEAN_SEQS], cnt2[KV_LEAN_SEQS], min1[KV_LEAN_SEQS], len2[KV_LEAN_SEQS]; /* the c2 split (v94) */
+    int32_t skey[3][KV_LEAN_SEQS], scnt[3][KV_LEAN_SEQS]; /* stream-K pieces: head, middle, tail (v95) */
+    long long kts[KV_LEAN_WARPS];                         /* stream-K: the warps' KV tiles (v95) */
     int32_t x[7][KV_LEAN_WARPS];
 };
 struct kv_lean_res {
@@ -691,6 +724,8 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     q.npieces = 0;
     q.part_base = q.comb0 = -1;
     q.dec = 1;
+    q.shift = 0;
+    q.fm = q.ft = -1;
     int32_t n = 0, key = 0x7fffffff;
     if (rows) {
         int32_t bucket;
@@ -721,13 +756,14 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         first += (k4.x < key ? c4.x : 0) + (k4.y < key ? c4.y : 0) + (k4.z < key ? c4.z : 0) + (k4.w < key ? c4.w : 0);
         p1 += (unsigned)c4.x + (unsigned)c4.y + (unsigned)c4.z + (unsigned)c4.w;
     }
-    /* the one-wave alternative c2 (v94), only when c1 needs more than one wave (the same p1 in every thread): the
-     * split at c2, one more exchange, its rank and the decision's totals (kv_alt_wins). Calls whose pieces fit one
-     * wave (8x8192 at D 128) pay only the p1 sum above. */
-    const int32_t c2 = p1 > (unsigned long long)max(a.split_blocks, 1) ? kv_sched_chunk_alt(p, chunk, kmax) : 0;
-    if (c2) {
+    /* When c1 needs more than one wave (the same p1 in every thread): the one-wave alternative c2 (v94) and the
+     * stream-K cut (v95), each from one more exchange. Calls whose pieces fit one wave (8x8192 at D 128) pay only
+     * the p1 sum above. */
+    bool sk = false;
+    if (p1 > (unsigned long long)max(a.split_blocks, 1)) {
+        const int32_t c2 = kv_sched_chunk_alt(p, chunk, kmax);
         int32_t n2 = 0, key2 = 0x7fffffff, np2 = 0, span2 = 0, inv2 = 0;
-        if (rows) {
+        if (c2 && rows) {
             int32_t bucket;
             kv_sched_split(p, sq, rows, kr, c2, &np2, &span2, &inv2, &bucket);
             n2 = np2 * Hk;
@@ -736,7 +772,18 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         sm.key2[tid] = key2;
         sm.cnt2[tid] = n2;
         sm.min1[tid] = rows ? kv_piece_min(kt, q.npieces, q.span) : 0x7fffffff;
-        sm.len2[tid] = rows ? kv_piece_max(kt, np2, span2) : 0;
+        sm.len2[tid] = rows && c2 ? kv_piece_max(kt, np2, span2) : 0;
+        /* stream-K facts: the live tiles' KV tiles before this one (in the warp) and their least */
+        const int32_t ktl = rows ? kt : 0;
+        long long kin = ktl;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const long long u = __shfl_up_sync(0xffffffffu, kin, o);
+            if (lane >= o) kin += u;
+        }
+        const unsigned ktmn = __reduce_min_sync(0xffffffffu, rows ? (unsigned)kt : 0x7fffffffu);
+        if (lane == 31) sm.kts[w] = kin;
+        if (lane == 0) sm.x[6][w] = (int32_t)ktmn;
         kv_lean_sync();
         static_assert(offsetof(kv_lean_smem, key2) % 16 == 0 && offsetof(kv_lean_smem, cnt2) % 16 == 0 &&
                           offsetof(kv_lean_smem, min1) % 16 == 0 && offsetof(kv_lean_smem, len2) % 16 == 0,
@@ -753,15 +800,88 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
             mn = min(mn, min(min(m4.x, m4.y), min(m4.z, m4.w)));
             ln = max(ln, max(max(l4.x, l4.y), max(l4.z, l4.w)));
         }
-        if (kv_alt_wins(p1, p2, mn, ln, a.split_blocks)) { /* the same verdict in every thread and block */
+        long long kt0 = kin - ktl, ktot = 0; /* KV tiles of the live tiles before this one, and of all */
+        int32_t ktmin = 0x7fffffff;
+#pragma unroll
+        for (int k = 0; k < KV_LEAN_WARPS; k++) {
+            if (k < w) kt0 += sm.kts[k];
+            ktot += sm.kts[k];
+            ktmin = min(ktmin, sm.x[6][k]);
+        }
+        /* the call's length by c1 / c2 in KV tiles: c1 puts two pieces on some block, each at least mn long */
+        long long mcur = 2 * (long long)mn;
+        if (c2 && kv_alt_wins(p1, p2, mn, ln, a.split_blocks)) { /* the same verdict in every thread and block */
             q.npieces = np2;
             q.span = span2;
             q.inv_block = inv2;
             n = n2;
             first = first2;
+            mcur = ln;
+        }
+        /* v95, the stream-K cut: the live tiles' KV tiles laid end to end (sequence order, the same for every kv
+         * head) and cut every cs tiles, cs = the share of one of the split_blocks / Hk blocks of a kv head; a
+         * tile's pieces are its parts between cuts, at most cs long, so that the longest-first list (the longest
+         * pieces start, the shorter ones fill the blocks that end first) gives every block about cs tiles. Taken
+         * when every live tile is at least cs long (a chunk then holds at most two pieces) and cs plus one more
+         * item's start (KV_SK_ITEM tiles) is shorter than the c1 / c2 split's call (mcur). Same in every thread. */
+        const int per = max(a.split_blocks, 1) / Hk;
+        if (!p.batch_invariant && p.num_splits == 0 && per >= 1) {
+            const long long cs0 = (ktot + per - 1) / per;
+            const int32_t cs = (int32_t)max(cs0, (long long)KV_MIN_CHUNK_TILES);
+            if (cs0 <= KV_SK_MAX_CHUNK && ktmin >= cs && (long long)cs + KV_SK_ITEM < mcur) {
+                int32_t npk = 0, phi = 0, len[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
+                if (rows) {
+                    phi = (int32_t)(kt0 % cs);
+                    const int32_t h = cs - phi; /* piece 0's length (kt >= cs >= h) */
+                    npk = 1 + (kt - h + cs - 1) / cs;
+                    len[0] = h;
+                    len[1] = cs;
+                    len[2] = kt - h - (npk - 2) * cs;
+                    cnt[0] = Hk;
+                    cnt[1] = npk >= 3 ? (npk - 2) * Hk : 0;
+                    cnt[2] = npk >= 2 ? Hk : 0;
+                }
+                int32_t skey[3];
+#pragma unroll
+                for (int c = 0; c < 3; c++) { /* longest first, then head / middle / tail, then sequence: unique */
+                    skey[c] = cnt[c] ? (cs - len[c]) * (3 * KV_LEAN_SEQS) + c * KV_LEAN_SEQS + b : 0x7fffffff;
+                    sm.skey[c][tid] = skey[c];
+                    sm.scnt[c][tid] = cnt[c];
+                }
+                kv_lean_sync();
+                static_assert(offsetof(kv_lean_smem, skey) % 16 == 0 && offsetof(kv_lean_smem, scnt) % 16 == 0 &&
+                                  KV_LEAN_SEQS % 4 == 0, "int4 reads");
+                int32_t f[3] = {0, 0, 0};
+                unsigned long long ps = 0;
+#pragma unroll
+                for (int c = 0; c < 3; c++) {
+                    const int4 *k4p = (const int4 *)sm.skey[c], *c4p = (const int4 *)sm.scnt[c];
+                    for (int o = 0; o < nb4; o++) {
+                        const int4 k4 = k4p[o], c4 = c4p[o];
+                        ps += (unsigned)c4.x + (unsigned)c4.y + (unsigned)c4.z + (unsigned)c4.w;
+#pragma unroll
+                        for (int m = 0; m < 3; m++)
+                            f[m] += (k4.x < skey[m] ? c4.x : 0) + (k4.y < skey[m] ? c4.y : 0) +
+                                    (k4.z < skey[m] ? c4.z : 0) + (k4.w < skey[m] ? c4.w : 0);
+                    }
+                }
+                if (ps <= (unsigned long long)a.max_items) { /* else the c1 / c2 split (never cut) */
+                    sk = true;
+                    if (rows) {
+                        q.npieces = npk;
+                        q.span = cs * KV_BN;
+                        q.shift = phi * KV_BN;
+                        q.inv_block = 0;
+                        q.fm = f[1];
+                        q.ft = f[2];
+                        n = npk * Hk;
+                        first = f[0];
+                    }
+                }
+            }
         }
     }
-    const bool fits = n > 0 && (int64_t)first + n <= a.max_items;
+    const bool fits = n > 0 && (sk || (int64_t)first + n <= a.max_items);
     const bool split = fits && q.npieces > 1;
     const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
     int32_t ip = kv_warp_incl_scan(cp, lane), ic = kv_warp_incl_scan(cc, lane);
@@ -1348,6 +1468,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                 q.part_base = part_base;
                 q.comb0 = comb0;
                 q.dec = dec;
+                q.shift = 0;
+                q.fm = q.ft = -1;
                 int slot = -1;
                 if (n > KV_SCHED_OWN_ITEMS) {
                     slot = atomicAdd(&s_nbig, 1);
@@ -2407,9 +2529,8 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
 #endif
             const bool good = st && kv_lean_complete(r.ov, r.cut); /* the same for every caller */
-            const int32_t i = blockIdx.x, n_mine = r.q.npieces * p.num_kv_heads;
-            if (good && n_mine > 0 && i >= r.q.first && i < r.q.first + n_mine)
-                a.items[i] = kv_sched_item_at(r.q, i - r.q.first);
+            const int32_t i = blockIdx.x, e = good ? kv_sched_slot_item(r.q, p.num_kv_heads, i) : -1;
+            if (e >= 0) a.items[i] = kv_sched_item_at(r.q, e);
             if (threadIdx.x == 0) {
                 s_self = good ? (i < r.total ? 1 : 0) : -1;
                 s_self_n = r.total;
