@@ -5,17 +5,20 @@
  * Uniform decode batches whose pieces come out just past 264 (2 decode blocks per SM on a 132-SM H200, D 128) take
  * it there; on another device the same batches check the plain auto split. Each batch (one query per sequence, no
  * append: the early start and its lean plan) is checked against the float64 reference, and its out and lse bits
- * against the same batch with 24 sequences without queries appended (over 64 sequences: the scheduler's general
+ * against the same batch with at least 24 sequences without queries appended (over 64 sequences: the general
  * passes), which must choose the same pieces. Paged (page 16) and contiguous caches.
- * The stream-K cut (v95, forty-second session): a decode-only batch planned by the lean plan whose c1 / c2 split
- * would take longer than one chunk of the batch's KV tiles laid end to end is cut at that chunk's multiples, so its
+ * The stream-K cut (v95, forty-second session): a decode-only batch planned by the lean plan whose chunk (the
+ * batch's KV tiles laid end to end, one share per block of a kv head) is at most 70% of the c1 / c2 split's longest
+ * piece is cut at that chunk's multiples by the scheduler (the decode blocks then start from its lists), so its
  * pieces start and end inside tiles at other places than the general passes' (which keep c1 / c2); those batches
  * are checked against the reference and for the same bits in a second call (determinism), uniform, ragged and with
- * a sliding window (key ranges that start inside a KV tile). */
+ * a sliding window (key ranges that start inside a KV tile). The shapes are chosen for the H200's 132 SMs; on
+ * another device they check whichever split it takes against the reference. */
 #include "test_cuda_common.h"
 
 #ifdef KVATTN_HAVE_CUDA
-#define EMPTY 24 /* sequences without queries appended: B + EMPTY > 64 (KV_LEAN_SEQS) */
+/* sequences without queries appended: at least 24, and B + them > 64 (KV_LEAN_SEQS: past it the general passes) */
+#define EMPTY(B) ((B) + 24 > 64 ? 24 : 65 - (B))
 
 typedef struct shape {
     int B, H, Hk, S;
@@ -41,8 +44,8 @@ static void split_case(const shape *sh, int paged) {
     else
         kvt_case_begin("%d x %d keys, H %d / Hk %d, D 128, %s: %s; against the reference, and bits against the same "
                        "batch plus %d empty sequences (general passes)",
-                       sh->B, sh->S, sh->H, sh->Hk, paged ? "page 16" : "contiguous", sh->what, EMPTY);
-    const int n = sh->B + EMPTY;
+                       sh->B, sh->S, sh->H, sh->Hk, paged ? "page 16" : "contiguous", sh->what, EMPTY(sh->B));
+    const int n = sh->B + EMPTY(sh->B);
     int *nq = calloc((size_t)n, sizeof(int)), *nn = calloc((size_t)n, sizeof(int)), *S = calloc((size_t)n, sizeof(int));
     for (int b = 0; b < sh->B; b++) {
         nq[b] = 1;
@@ -83,7 +86,7 @@ static void split_case(const shape *sh, int paged) {
         kvt_case_end();
         return;
     }
-    /* the same sequences, caches and queries, then EMPTY sequences without queries */
+    /* the same sequences, caches and queries, then EMPTY(B) sequences without queries */
     sp.B = n;
     kvt_problem P2;
     cu_build(&P2, &sp);
@@ -125,30 +128,27 @@ static void split_case(const shape *sh, int paged) {
 
 int main(void) {
     kvt_init("test_cuda_split");
-    if (!cu_gpu_or_skip(16)) return kvt_finish();
+    if (!cu_gpu_or_skip(18)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
-    /* on the H200 (264 blocks, 264 / Hk per kv head for the stream-K chunk cs):
-     * - 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180 of 18 (stream-K: cs 16,
-     *   18 tiles with its extra item: not shorter);
+    /* on the H200 (264 blocks; stream-K chunk cs = KV tiles / (264 / Hk), taken at <= 70% of the c1 / c2 split's
+     * longest piece):
+     * - 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180 of 18 (cs 16: 89%);
      * - 40 x 2 tiles of 32 at chunk 16 are 160 pieces (one wave already: neither is considered);
-     * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (20), stream-K cs 16
-     *   (11 of 66 blocks per kv head: 680 / 66 -> 16, 18 < 20): stream-K;
-     * - 12 x 8 tiles of 64: c2 gives 192 pieces of 32, stream-K cs 24 (768 / 33): tiles cut as 24 24 16, 8 24 24 8,
-     *   16 24 24;
-     * - 20 x 8 ragged tiles of 64 - 72: c2 one piece each (up to 72, longer than twice c1's shortest: not
-     *   taken), stream-K cs 42;
-     * - 12 x 8 with a window of 3001 keys: tiles of 47 - 48 KV tiles from a key inside a tile, cs 18;
-     * - 64 x 2 ragged tiles of 47 - 55 (cs 25 against c2's 28) and 48 x 1 ragged tiles of 94 - 108 (cs 19
-     *   against c2's 22). */
-    static const shape shapes[8] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0},
+     * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (cs 16: 80%);
+     * - 12 x 8 tiles of 64: c1 288 pieces of 22 / 20, c2 192 of 32 (cs 24: 75%);
+     * - stream-K: 20 x 8 tiles of 64 (c2 160 whole tiles, cs 39: 61%; pieces such as 39 25, 14 39 11, 28 36);
+     *   the same ragged (64 - 72 KV tiles, cs 42); 18 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
+     *   inside a tile, cs 26); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles). */
+    static const shape shapes[9] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0},
                                     {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0},
-                                    {34, 16, 4, 1280, "stream-K instead of 1 piece per tile", 1, 0, 0},
-                                    {12, 32, 8, 4096, "stream-K, uniform", 1, 0, 0},
+                                    {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0},
+                                    {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0},
+                                    {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0},
                                     {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0},
-                                    {12, 32, 8, 4096, "stream-K, sliding window", 1, 0, 3001},
-                                    {64, 8, 2, 3000, "stream-K, 64 ragged sequences", 1, 500, 0},
-                                    {48, 8, 1, 6000, "stream-K, ragged, MQA", 1, 900, 0}};
-    for (int i = 0; i < 8; i++)
+                                    {18, 32, 8, 8192, "stream-K, sliding window", 1, 0, 3001},
+                                    {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0},
+                                    {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0}};
+    for (int i = 0; i < 9; i++)
         for (int paged = 1; paged >= 0; paged--) split_case(&shapes[i], paged);
 #endif
     return kvt_finish();

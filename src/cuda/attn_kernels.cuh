@@ -38,13 +38,16 @@
 #define KV_SEQ_PENDING 2 /* seq_ok[b] while the checks of an early-start call run (then 1: ok, 0: skip) */
 #define KV_INV_SPLIT_KEYS 2048 /* batch-invariant mode: splits start at multiples of this key index */
 #define KV_MIN_CHUNK_TILES 16  /* auto split: no piece shorter than this many KV tiles (item start-up costs) */
-/* stream-K cut of a decode-only lean plan (v95, kv_lean_plan): taken when its chunk plus KV_SK_ITEM KV tiles (one
- * more item's start on a block, measured on the H200: attn_notes.md, forty-second session) is shorter than the
- * c1 / c2 split's call, for chunks up to KV_SK_MAX_CHUNK tiles (its list keys fit int32) */
-#ifndef KV_SK_ITEM
-#define KV_SK_ITEM 2
+/* stream-K cut of a decode-only lean plan (v95, kv_lean_plan): taken when its chunk is at most KV_SK_PCT % of the
+ * c1 / c2 split's call in KV tiles (measured on the H200, attn_notes.md, forty-second session: 61% gained 14%, 73 -
+ * 75% ~4%, 86 - 91% lost 3 - 5%), for chunks up to KV_SK_MAX_CHUNK tiles (its list keys fit int32) */
+#ifndef KV_SK_PCT
+#define KV_SK_PCT 70
 #endif
 #define KV_SK_MAX_CHUNK 65535
+#ifndef KV_SK
+#define KV_SK 1
+#endif
 #define KV_SPLIT_PIECES_PER_CTA 1 /* auto split: chunks of work per block (more pieces cost start-ups; see notes) */
 #define KV_SCHED_THREADS 1024
 /* mutants for the tests of the early append (kv_sched_append): KV_DEV_NO_SCHED_APPEND=1 leaves the new rows
@@ -637,6 +640,7 @@ struct kv_lean_res {
     int32_t cut;        /* start of the first range that did not fit (INT_MAX: none) */
     int32_t total_comb; /* combine tasks */
     int ov;          /* overflow bits (2: items, 1: partial rows or combine tasks) */
+    int sk;          /* the stream-K cut (v95): planned by the scheduler alone (kv_lean_plan<true>) */
 };
 /* Every item of the plan is in the list (no overflow, no range cut): then the early decode blocks start items
  * [0, gridDim.x) themselves and the scheduler leaves them unwritten. Both sides decide with this. */
@@ -665,6 +669,7 @@ __device__ int kv_dev_plan_delay;
 #endif
 /* Called by threads 0 .. KV_LEAN_SEQS - 1 of a block. Returns 0 (every caller) when a live sequence has a prefill
  * tile (the general passes plan the batch), else 1 with *r filled. */
+template <bool SK>
 static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const kv_attn_args &a, kv_lean_smem &sm,
                                                    kv_lean_res &r KV_LEAN_TLC) {
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
@@ -759,7 +764,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
     /* When c1 needs more than one wave (the same p1 in every thread): the one-wave alternative c2 (v94) and the
      * stream-K cut (v95), each from one more exchange. Calls whose pieces fit one wave (8x8192 at D 128) pay only
      * the p1 sum above. */
-    bool sk = false;
+    bool sk = false, skd = false; /* the stream-K pieces taken (SK only); the cut decided (every caller) */
     if (p1 > (unsigned long long)max(a.split_blocks, 1)) {
         const int32_t c2 = kv_sched_chunk_alt(p, chunk, kmax);
         int32_t n2 = 0, key2 = 0x7fffffff, np2 = 0, span2 = 0, inv2 = 0;
@@ -775,12 +780,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
         sm.len2[tid] = rows && c2 ? kv_piece_max(kt, np2, span2) : 0;
         /* stream-K facts: the live tiles' KV tiles before this one (in the warp) and their least */
         const int32_t ktl = rows ? kt : 0;
-        long long kin = ktl;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const long long u = __shfl_up_sync(0xffffffffu, kin, o);
-            if (lane >= o) kin += u;
-        }
+        const int32_t kin = kv_warp_incl_scan(ktl, lane); /* 32 tiles of <= 2^25 + 1 KV tiles each: int32 */
         const unsigned ktmn = __reduce_min_sync(0xffffffffu, rows ? (unsigned)kt : 0x7fffffffu);
         if (lane == 31) sm.kts[w] = kin;
         if (lane == 0) sm.x[6][w] = (int32_t)ktmn;
@@ -800,7 +800,8 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
             mn = min(mn, min(min(m4.x, m4.y), min(m4.z, m4.w)));
             ln = max(ln, max(max(l4.x, l4.y), max(l4.z, l4.w)));
         }
-        long long kt0 = kin - ktl, ktot = 0; /* KV tiles of the live tiles before this one, and of all */
+        long long kt0 = kin - ktl, ktot = 0; /* KV tiles of the live tiles before this one, and of all (int64: 64
+                                               * tiles can pass 2^31; the stream-K cut needs <= 2^31 - 1) */
         int32_t ktmin = 0x7fffffff;
 #pragma unroll
         for (int k = 0; k < KV_LEAN_WARPS; k++) {
@@ -822,16 +823,21 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
          * head) and cut every cs tiles, cs = the share of one of the split_blocks / Hk blocks of a kv head; a
          * tile's pieces are its parts between cuts, at most cs long, so that the longest-first list (the longest
          * pieces start, the shorter ones fill the blocks that end first) gives every block about cs tiles. Taken
-         * when every live tile is at least cs long (a chunk then holds at most two pieces) and cs plus one more
-         * item's start (KV_SK_ITEM tiles) is shorter than the c1 / c2 split's call (mcur). Same in every thread. */
+         * when every live tile is at least cs long (a chunk then holds at most two pieces) and cs is at most
+         * KV_SK_PCT % of the c1 / c2 split's call (mcur). Same in every thread. */
         const int per = max(a.split_blocks, 1) / Hk;
-        if (!p.batch_invariant && p.num_splits == 0 && per >= 1) {
-            const long long cs0 = (ktot + per - 1) / per;
-            const int32_t cs = (int32_t)max(cs0, (long long)KV_MIN_CHUNK_TILES);
-            if (cs0 <= KV_SK_MAX_CHUNK && ktmin >= cs && (long long)cs + KV_SK_ITEM < mcur) {
+        if (KV_SK && !p.batch_invariant && p.num_splits == 0 && per >= 1 && ktot <= 0x7fffffffll) {
+            /* 32-bit divisions (a 64-bit division is a called routine) */
+            const int32_t cs0 = (int32_t)(((unsigned)ktot + (unsigned)per - 1u) / (unsigned)per);
+            const int32_t cs = max(cs0, KV_MIN_CHUNK_TILES);
+            skd = cs0 <= KV_SK_MAX_CHUNK && ktmin >= cs && 100 * (long long)cs <= KV_SK_PCT * mcur;
+            /* Only the scheduler cuts (SK): the early decode blocks see skd and do not start their own items, so
+             * the lists are the scheduler's (the cut's code in the decode kernel made every lean call ~5 us slower,
+             * taken or not: attn_notes.md, forty-second session) */
+            if (SK && skd) {
                 int32_t npk = 0, phi = 0, len[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
                 if (rows) {
-                    phi = (int32_t)(kt0 % cs);
+                    phi = (int32_t)((unsigned)kt0 % (unsigned)cs);
                     const int32_t h = cs - phi; /* piece 0's length (kt >= cs >= h) */
                     npk = 1 + (kt - h + cs - 1) / cs;
                     len[0] = h;
@@ -881,6 +887,7 @@ static __device__ __forceinline__ int kv_lean_plan(const kvattn_params &p, const
             }
         }
     }
+    r.sk = skd;
     const bool fits = n > 0 && (sk || (int64_t)first + n <= a.max_items);
     const bool split = fits && q.npieces > 1;
     const int32_t cp = split ? q.npieces * q.nrows * Hk : 0, cc = split ? Hk : 0;
@@ -1082,7 +1089,8 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
     __shared__ int32_t s_bucket[2 * KV_SCHED_BUCKETS]; /* per list and piece length: count, then next slot */
     __shared__ kv_sched_tile s_big[KV_SCHED_BIG];      /* tiles whose items the whole block writes */
     __shared__ int32_t s_nbig, s_bigpre[KV_SCHED_BIG + 1]; /* their count; exclusive prefix of their item counts */
-    __shared__ int32_t s_lean; /* the lean path planned the batch (KV_LEAN_SCHED) */
+    __shared__ int32_t s_lean;    /* the lean path planned the batch (KV_LEAN_SCHED) */
+    __shared__ int32_t s_lean_sk; /* ... with the stream-K cut: the early decode blocks started no item (v95) */
     __shared__ kv_lean_smem s_lean_sm;                   /* the lean path's scratch */
     const int tid = threadIdx.x;
     const int B = p.batch, Hk = p.num_kv_heads, G = p.num_heads / p.num_kv_heads;
@@ -1200,7 +1208,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         if constexpr (LEAN) {
             if (tid < KV_LEAN_SEQS) {
                 kv_lean_res r;
-                const int st = kv_lean_plan(p, a, s_lean_sm, r);
+                const int st = kv_lean_plan<true>(p, a, s_lean_sm, r);
                 if (st) {
                     const int b = tid;
                     if (b < B) {
@@ -1214,6 +1222,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
                         s_pitems_cut = 0x7fffffff;
                         s_combine = r.total_comb;
                         s_overflow = r.ov;
+                        s_lean_sk = r.sk;
                         s_nbig = B;
                     }
                 }
@@ -1500,7 +1509,7 @@ __global__ void __launch_bounds__(KV_SCHED_THREADS) kv_attn_schedule_kernel(kvat
         const int32_t total_big = s_bigpre[nbig];
         /* a lean plan without overflow: the early decode blocks computed it too and each wrote and runs item
          * blockIdx.x (kv_attn_kernel) */
-        const int32_t skip = lean && kv_lean_complete(s_overflow, s_items_cut) ? a.grid_ctas : 0;
+        const int32_t skip = lean && kv_lean_complete(s_overflow, s_items_cut) && !s_lean_sk ? a.grid_ctas : 0;
         for (int32_t idx = tid; idx < total_big; idx += KV_SCHED_THREADS) {
             int lo = 0, hi = nbig; /* the last queued tile whose items start at or before idx */
             while (hi - lo > 1) {
@@ -2512,13 +2521,13 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
             tl_c0 = clock64();
             if (kv_tl_twice) { /* dev: a first, cold pass of the same plan; the pass below then runs warm */
                 kv_lean_res r0;
-                kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r0);
+                kv_lean_plan<false>(p, a, *(kv_lean_smem *)kv_smem_raw, r0);
                 kv_lean_sync();
             }
             tl_c1 = clock64();
             long long tlc[5]; /* the plan's sections (kv_tl_plan: [0..2] to exchanges 1 - 3, [3] the
                                * results after them (exchange 4 until v67), [4] the return, [5] its start) */
-            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r, tlc);
+            const int st = kv_lean_plan<false>(p, a, *(kv_lean_smem *)kv_smem_raw, r, tlc);
             tl_c2 = clock64();
             if (threadIdx.x == 0) {
                 for (int k = 1; k < 5; k++) atomicAdd(&kv_tl_plan[k - 1], (unsigned long long)(tlc[k] - tlc[k - 1]));
@@ -2526,9 +2535,9 @@ __global__ void __launch_bounds__(KV_THREADS) kv_attn_kernel(kvattn_params p, kv
                 atomicAdd(&kv_tl_plan[5], (unsigned long long)(tlc[0] - tl_c1));
             }
 #else
-            const int st = kv_lean_plan(p, a, *(kv_lean_smem *)kv_smem_raw, r);
+            const int st = kv_lean_plan<false>(p, a, *(kv_lean_smem *)kv_smem_raw, r);
 #endif
-            const bool good = st && kv_lean_complete(r.ov, r.cut); /* the same for every caller */
+            const bool good = st && kv_lean_complete(r.ov, r.cut) && !r.sk; /* the same for every caller */
             const int32_t i = blockIdx.x, e = good ? kv_sched_slot_item(r.q, p.num_kv_heads, i) : -1;
             if (e >= 0) a.items[i] = kv_sched_item_at(r.q, e);
             if (threadIdx.x == 0) {
