@@ -26,6 +26,7 @@ typedef struct shape {
     int sk;     /* the stream-K cut on the H200: compare with a second call, not with the general passes */
     int spread; /* ragged: sequence b holds S + (b * 193) % spread keys */
     int window; /* window_left (0: none) */
+    int append; /* stream-K cases: 1 new key per sequence appended in the call (2: with rotary, head dim 128) */
 } shape;
 
 /* out [total_q, H, D] (bf16) and lse [H, total_q] of the last kvt_problem_run, downloaded */
@@ -38,9 +39,10 @@ static void grab(kvt_problem *P, uint16_t **out, float **lse) {
 
 static void split_case(const shape *sh, int paged) {
     if (sh->sk)
-        kvt_case_begin("%d x %d(+%d) keys, H %d / Hk %d, D 128, window %d, %s: %s; against the reference, and bits "
-                       "against a second call",
-                       sh->B, sh->S, sh->spread, sh->H, sh->Hk, sh->window, paged ? "page 16" : "contiguous", sh->what);
+        kvt_case_begin("%d x %d(+%d) keys, H %d / Hk %d, D 128, window %d, append %d, %s: %s; against the reference, "
+                       "and bits against a second call",
+                       sh->B, sh->S, sh->spread, sh->H, sh->Hk, sh->window, sh->append, paged ? "page 16" : "contiguous",
+                       sh->what);
     else
         kvt_case_begin("%d x %d keys, H %d / Hk %d, D 128, %s: %s; against the reference, and bits against the same "
                        "batch plus %d empty sequences (general passes)",
@@ -49,6 +51,7 @@ static void split_case(const shape *sh, int paged) {
     int *nq = calloc((size_t)n, sizeof(int)), *nn = calloc((size_t)n, sizeof(int)), *S = calloc((size_t)n, sizeof(int));
     for (int b = 0; b < sh->B; b++) {
         nq[b] = 1;
+        nn[b] = sh->append ? 1 : 0;
         S[b] = sh->S + (sh->spread ? (b * 193) % sh->spread : 0);
     }
     cu_spec sp = cu_spec_default();
@@ -60,13 +63,16 @@ static void split_case(const shape *sh, int paged) {
     sp.paged = paged;
     sp.extra_slots = 0;
     sp.causal = 1;
+    if (sh->append == 2) sp.rotary_dim = 128;
     /* the batch alone (lean plan) */
     sp.B = sh->B;
     kvt_problem P1;
     cu_build(&P1, &sp);
-    P1.ph.k_new = P1.ph.v_new = NULL; /* no append: a decode step that starts early */
-    P1.ph.cu_seqlens_knew = NULL;
-    P1.k_new.used = P1.v_new.used = P1.cu_knew.used = 0;
+    if (!sh->append) {
+        P1.ph.k_new = P1.ph.v_new = NULL; /* no append: a decode step that starts early */
+        P1.ph.cu_seqlens_knew = NULL;
+        P1.k_new.used = P1.v_new.used = P1.cu_knew.used = 0;
+    }
     if (sh->window) P1.ph.window_left = sh->window;
     uint16_t *o1 = NULL, *o2 = NULL;
     float *l1 = NULL, *l2 = NULL;
@@ -74,7 +80,8 @@ static void split_case(const shape *sh, int paged) {
     else if (kvt_problem_run(&P1, kvt_expect_ok())) kvt_failf("unsupported");
     else grab(&P1, &o1, &l1);
     if (sh->sk) { /* determinism: a second call (fresh poison) gives the same bits */
-        if (o1 && kvt_problem_run(&P1, kvt_expect_ok())) kvt_failf("second call failed");
+        if (o1 && sh->append && kvt_problem_upload(&P1, 1)) kvt_failf("upload failed"); /* the caches before */
+        else if (o1 && kvt_problem_run(&P1, kvt_expect_ok())) kvt_failf("second call failed");
         else if (o1) grab(&P1, &o2, &l2);
         if (o1 && o2) {
             if (memcmp(o1, o2, (size_t)sh->B * sh->H * 128 * 2)) kvt_failf("out bits differ between two calls");
@@ -128,7 +135,7 @@ static void split_case(const shape *sh, int paged) {
 
 int main(void) {
     kvt_init("test_cuda_split");
-    if (!cu_gpu_or_skip(18)) return kvt_finish();
+    if (!cu_gpu_or_skip(22)) return kvt_finish();
 #ifdef KVATTN_HAVE_CUDA
     /* on the H200 (264 blocks; stream-K chunk cs = KV tiles / (264 / Hk), taken at <= 70% of the c1 / c2 split's
      * longest piece):
@@ -138,17 +145,20 @@ int main(void) {
      * - 12 x 8 tiles of 64: c1 288 pieces of 22 / 20, c2 192 of 32 (cs 24: 75%);
      * - stream-K: 20 x 8 tiles of 64 (c2 160 whole tiles, cs 39: 61%; pieces such as 39 25, 14 39 11, 28 36);
      *   the same ragged (64 - 72 KV tiles, cs 42); 18 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
-     *   inside a tile, cs 26); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles). */
-    static const shape shapes[9] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0},
-                                    {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0},
-                                    {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0},
-                                    {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0},
-                                    {18, 32, 8, 8192, "stream-K, sliding window", 1, 0, 3001},
-                                    {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0},
-                                    {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0}};
-    for (int i = 0; i < 9; i++)
+     *   inside a tile, cs 26); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles); 20 x 8 ragged with one
+     *   key appended per sequence in the call (the early start of an appending step), plain and with rotary. */
+    static const shape shapes[11] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0, 0},
+                                    {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0, 0},
+                                    {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0, 0},
+                                    {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0, 0},
+                                    {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0, 0},
+                                    {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0, 0},
+                                    {18, 32, 8, 8192, "stream-K, sliding window", 1, 0, 3001, 0},
+                                    {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0, 0},
+                                    {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0, 0},
+                                    {20, 32, 8, 4096, "stream-K, appending", 1, 300, 0, 1},
+                                    {20, 32, 8, 4096, "stream-K, appending with rotary", 1, 300, 0, 2}};
+    for (int i = 0; i < 11; i++)
         for (int paged = 1; paged >= 0; paged--) split_case(&shapes[i], paged);
 #endif
     return kvt_finish();
