@@ -4,7 +4,7 @@
  * alternative (each tile one piece fewer: kv_sched_chunk_alt / kv_alt_wins in src/cuda/attn_kernels.cuh).
  * Uniform decode batches whose pieces come out just past 264 (2 decode blocks per SM on a 132-SM H200, D 128) take
  * it there; on another device the same batches check the plain auto split. Each batch (one query per sequence, no
- * append: the early start and its lean plan) is checked against the float64 reference, and its out and lse bits
+ * append unless said: the early start and its lean plan) is checked against the float64 reference, and its out and lse bits
  * against the same batch with at least 24 sequences without queries appended (over 64 sequences: the general
  * passes), which must choose the same pieces. Paged (page 16) and contiguous caches.
  * The stream-K cut (v95, forty-second session): a decode-only batch planned by the lean plan whose chunk (the
@@ -144,16 +144,19 @@ int main(void) {
      * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (cs 16: 80%);
      * - 12 x 8 tiles of 64: c1 288 pieces of 22 / 20, c2 192 of 32 (cs 24: 75%);
      * - stream-K: 20 x 8 tiles of 64 (c2 160 whole tiles, cs 39: 61%; pieces such as 39 25, 14 39 11, 28 36);
-     *   the same ragged (64 - 72 KV tiles, cs 42); 18 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
-     *   inside a tile, cs 26); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles); 20 x 8 ragged with one
-     *   key appended per sequence in the call (the early start of an appending step), plain and with rotary. */
+     *   the same ragged (64 - 72 KV tiles, cs 42); 20 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
+     *   inside a tile: c1 39 from all 64 tiles of a sequence's keys, pieces of 24 and 23, c2 47 is over twice 23,
+     *   cs 29 against 46); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles); 20 x 8 ragged with one
+     *   key appended per sequence in the call (the early start of an appending step), plain and with rotary.
+     *   (An 18 x 8192 window case before it was not cut: the chunk c1 counts every key of a sequence, 70 tiles,
+     *   so its 47-tile windows were one piece each.) */
     static const shape shapes[11] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0, 0},
                                     {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0, 0},
                                     {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0, 0},
                                     {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0, 0},
                                     {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0, 0},
                                     {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0, 0},
-                                    {18, 32, 8, 8192, "stream-K, sliding window", 1, 0, 3001, 0},
+                                    {20, 32, 8, 4096, "stream-K, sliding window", 1, 0, 3001, 0},
                                     {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0, 0},
                                     {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0, 0},
                                     {20, 32, 8, 4096, "stream-K, appending", 1, 300, 0, 1},

@@ -45,6 +45,9 @@
 #define KV_SK_PCT 70
 #endif
 #define KV_SK_MAX_CHUNK 65535
+#ifndef KV_DEV_SK_MUTANT /* test mutant (1): a stream-K tile's piece 0 too long by its shift (overlaps piece 1) */
+#define KV_DEV_SK_MUTANT 0
+#endif
 #ifndef KV_SK
 #define KV_SK 1
 #endif
@@ -440,7 +443,7 @@ static __device__ __forceinline__ kv_item kv_sched_item(const kv_sched_tile &q, 
     } else { /* piece 0: span - shift keys, then span each (shift 0 but for stream-K tiles) */
         const int32_t start = (q.klo / KV_BN) * KV_BN + (k > 0 ? (k - 1) * q.span + (q.span - q.shift) : 0); /* < khi */
         it.klo = max(q.klo, start);
-        it.khi = start + min(q.khi - start, k > 0 ? q.span : q.span - q.shift);
+        it.khi = start + min(q.khi - start, k > 0 ? q.span : q.span - (KV_DEV_SK_MUTANT ? 0 : q.shift));
     }
     it.part = comb >= 0 ? q.part_base + (kh * q.npieces + k) * q.nrows : -1;
     it.comb = comb;
