@@ -792,6 +792,9 @@ int main(int argc, char **argv) {
             {"decode 8x8192 p16", 8, 8192, 16, 0}, {"decode 8x8192 contig", 8, 8192, 0, 0},
             {"decode 1x32768 p16", 1, 32768, 16, 0}, {"decode 1x32768 contig", 1, 32768, 0, 0},
             {"decode 1x64 p16", 1, 64, 16, 0},
+            /* medium batches: the stream-K cut (v95b) and the one-wave c2 split (forty-third session) */
+            {"decode 12x4096 contig", 12, 4096, 0, 0}, {"decode 18x4096 contig", 18, 4096, 0, 0},
+            {"decode 20x4096 contig", 20, 4096, 0, 0}, {"decode 17x8192 contig", 17, 8192, 0, 0},
             /* lengths whose merges have 9 - 15 or 17 - 23 pieces (the merge's splits after the first 8, v75) */
             {"decode 1x20000 p16", 1, 20000, 16, 0}, {"decode 2x12000 p16", 2, 12000, 16, 0},
             {"inflight", 64, 0, 16, 1}, {"prompts 4x512", 4, 512, 16, 2}, {"prefill 1x4096", 1, 4096, 16, 2},
