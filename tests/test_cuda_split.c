@@ -16,10 +16,6 @@
  * another device they check whichever split it takes against the reference. */
 #include "test_cuda_common.h"
 
-#ifdef KVATTN_HAVE_CUDA
-/* sequences without queries appended: at least 24, and B + them > 64 (KV_LEAN_SEQS: past it the general passes) */
-#define EMPTY(B) ((B) + 24 > 64 ? 24 : 65 - (B))
-
 typedef struct shape {
     int B, H, Hk, S;
     const char *what;
@@ -28,6 +24,10 @@ typedef struct shape {
     int window; /* window_left (0: none) */
     int append; /* stream-K cases: 1 new key per sequence appended in the call (2: with rotary, head dim 128) */
 } shape;
+
+#ifdef KVATTN_HAVE_CUDA
+/* sequences without queries appended: at least 24, and B + them > 64 (KV_LEAN_SEQS: past it the general passes) */
+#define EMPTY(B) ((B) + 24 > 64 ? 24 : 65 - (B))
 
 /* out [total_q, H, D] (bf16) and lse [H, total_q] of the last kvt_problem_run, downloaded */
 static void grab(kvt_problem *P, uint16_t **out, float **lse) {
@@ -133,35 +133,37 @@ static void split_case(const shape *sh, int paged) {
 }
 #endif
 
+/* on the H200 (264 blocks; stream-K chunk cs = KV tiles / (264 / Hk), taken at <= 70% of the c1 / c2 split's
+ * longest piece):
+ * - 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180 of 18 (cs 16: 89%);
+ * - 40 x 2 tiles of 32 at chunk 16 are 160 pieces (one wave already: neither is considered);
+ * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (cs 16: 80%);
+ * - 12 x 8 tiles of 64: c1 288 pieces of 22 / 20, c2 192 of 32 (cs 24: 75%);
+ * - stream-K: 20 x 8 tiles of 64 (c2 160 whole tiles, cs 39: 61%; pieces such as 39 25, 14 39 11, 28 36);
+ *   the same ragged (64 - 72 KV tiles, cs 42); 20 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
+ *   inside a tile: c1 39 from all 64 tiles of a sequence's keys, pieces of 24 and 23, c2 47 is over twice 23,
+ *   cs 29 against 46); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles); 20 x 8 ragged with one
+ *   key appended per sequence in the call (the early start of an appending step), plain and with rotary.
+ *   (An 18 x 8192 window case before it was not cut: the chunk c1 counts every key of a sequence, 70 tiles,
+ *   so its 47-tile windows were one piece each.) */
+static const shape shapes[] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0, 0},
+                                {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0, 0},
+                                {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0, 0},
+                                {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0, 0},
+                                {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0, 0},
+                                {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0, 0},
+                                {20, 32, 8, 4096, "stream-K, sliding window", 1, 0, 3001, 0},
+                                {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0, 0},
+                                {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0, 0},
+                                {20, 32, 8, 4096, "stream-K, appending", 1, 300, 0, 1},
+                                {20, 32, 8, 4096, "stream-K, appending with rotary", 1, 300, 0, 2}};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
 int main(void) {
     kvt_init("test_cuda_split");
-    if (!cu_gpu_or_skip(22)) return kvt_finish();
+    if (!cu_gpu_or_skip(2 * NSHAPES)) return kvt_finish(); /* each shape paged and contiguous */
 #ifdef KVATTN_HAVE_CUDA
-    /* on the H200 (264 blocks; stream-K chunk cs = KV tiles / (264 / Hk), taken at <= 70% of the c1 / c2 split's
-     * longest piece):
-     * - 45 x 2 tiles of 36 KV tiles at chunk 16 are 270 pieces of 12, the alternative 180 of 18 (cs 16: 89%);
-     * - 40 x 2 tiles of 32 at chunk 16 are 160 pieces (one wave already: neither is considered);
-     * - 34 x 4 tiles of 20 at chunk 16 are 272 pieces of 10, the alternative 136 whole tiles (cs 16: 80%);
-     * - 12 x 8 tiles of 64: c1 288 pieces of 22 / 20, c2 192 of 32 (cs 24: 75%);
-     * - stream-K: 20 x 8 tiles of 64 (c2 160 whole tiles, cs 39: 61%; pieces such as 39 25, 14 39 11, 28 36);
-     *   the same ragged (64 - 72 KV tiles, cs 42); 20 x 8 tiles with a window of 3001 keys (47 KV tiles from a key
-     *   inside a tile: c1 39 from all 64 tiles of a sequence's keys, pieces of 24 and 23, c2 47 is over twice 23,
-     *   cs 29 against 46); 36 x 4 ragged (64 - 69, cs 37) and 44 x 4 (cs 43, 176 tiles); 20 x 8 ragged with one
-     *   key appended per sequence in the call (the early start of an appending step), plain and with rotary.
-     *   (An 18 x 8192 window case before it was not cut: the chunk c1 counts every key of a sequence, 70 tiles,
-     *   so its 47-tile windows were one piece each.) */
-    static const shape shapes[11] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 0, 0},
-                                    {40, 8, 2, 2048, "one wave already (2 pieces)", 0, 0, 0, 0},
-                                    {34, 16, 4, 1280, "2 pieces -> 1 per tile", 0, 0, 0, 0},
-                                    {12, 32, 8, 4096, "3 pieces -> 2 per tile", 0, 0, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, uniform", 1, 0, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, ragged", 1, 512, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, sliding window", 1, 0, 3001, 0},
-                                    {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0, 0},
-                                    {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0, 0},
-                                    {20, 32, 8, 4096, "stream-K, appending", 1, 300, 0, 1},
-                                    {20, 32, 8, 4096, "stream-K, appending with rotary", 1, 300, 0, 2}};
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < NSHAPES; i++)
         for (int paged = 1; paged >= 0; paged--) split_case(&shapes[i], paged);
 #endif
     return kvt_finish();
