@@ -219,6 +219,13 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_QASYNC
 #define KV_DECODE_QASYNC 1
 #endif
+/* dev (v97, forty-fourth session): a warp-private decode pipeline of NS >= 4 stages computes two 64-key tiles per
+ * iteration, each warp its 16 keys of both (32 keys per warp and step, as cuDNN's 128-key tiles): the per-step work
+ * (waits, row-max exchanges, O rescale) over twice the keys and twice the independent mma chains. The copies and the
+ * ring stay per 64-key tile; an odd last tile is paired with a zero-filled one (masked). Off by default. */
+#ifndef KV_DECODE_PAIR
+#define KV_DECODE_PAIR 0
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -1968,14 +1975,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
             }
         };
+        /* PAIR (KV_DECODE_PAIR): tiles t and t + 1 per iteration; NS - 2 tiles issued ahead of the pair */
+        constexpr bool PAIR = WP && KV_DECODE_PAIR && NS >= 4;
+        constexpr int TPI = PAIR ? 2 : 1;
+        const int32_t n_lim = PAIR ? n_kt + (n_kt & 1) : n_kt; /* PAIR: an odd count's last tile paired with zeros */
         if (!q_async) load_qf();
 #pragma unroll
-        for (int st = 0; st < NS - 1; st++) {
-            if (st < n_kt) load_tile(st, st);
+        for (int st = 0; st < NS - TPI; st++) {
+            if (st < n_lim) load_tile(st, st);
             kv_cp_async_commit();
         }
         if (q_async) { /* Q came with the first tile's group: every thread's copies of it, then the fragments */
-            kv_cp_async_wait<NS - 2>();
+            kv_cp_async_wait<NS - 1 - TPI>();
             __syncthreads();
             load_qf();
         }
@@ -2010,11 +2021,30 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
 
         /* 3. main loop */
-        constexpr int NT = decode ? 2 : 8;     /* n8 key tiles per warp */
+        constexpr int NT = decode ? (PAIR ? 4 : 2) : 8; /* n8 key tiles per warp */
         const int key0 = decode ? warp * 16 : 0;
         const unsigned long long t_start = KV_TL_NOW();
         (void)t_start;
-        for (int32_t t = 0; t < n_kt; t++) {
+        for (int32_t t = 0; t < n_kt; t += TPI) {
+            if constexpr (PAIR) {
+                /* the stages of tiles t - 2 and t - 1 (this warp's rows) are free once every lane is past them:
+                 * tiles t + NS - 2 and t + NS - 1 go there; each resolves the row addresses of the tile two on
+                 * (the slot of tile t or t + 1, whose copies were issued long ago) */
+                __syncwarp();
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    const int32_t x = t + NS - 2 + u;
+                    if (x < n_lim) load_tile(x % NS, x % NS);
+                    kv_cp_async_commit();
+                    if (x + 2 < n_lim) {
+                        row_address(kt_begin + x + 2, (x + 2) % NS, next_page);
+                        next_page = page_read(kt_begin + x + 3);
+                    }
+                }
+                kv_cp_async_wait<NS - 2>(); /* tiles t and t + 1 */
+                __syncwarp();
+                if (t == 0) KV_TL_ADD(DECODE ? 2 : 1, 5, KV_TL_NOW() - t_start);
+            } else {
             kv_cp_async_wait<NS - 2>();
             if (WP) __syncwarp(); /* this warp's rows only: its own copies, its own stages' rows */
             else __syncthreads();
@@ -2028,11 +2058,21 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     next_page = page_read(kt_begin + t + NS + 1);
                 }
             }
+            } /* PAIR (not indented, so that the shipped code reads as before) */
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
             const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
             const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
+            /* PAIR: tile t + 1's stages (n8 tiles 2 and 3 of the warp, its keys 64 on) */
+            const int s1 = PAIR ? (t + 1) % NS : 0;
+            const T *tk1 = sK + s1 * SM::KV_ELEMS;
+            const T *tv1 = sV + s1 * SM::KV_ELEMS;
+            const uint32_t tk1_u32 = sK_u32 + (uint32_t)(s1 * SM::KV_ELEMS * sizeof(T));
+            const uint32_t tv1_u32 = sV_u32 + (uint32_t)(s1 * SM::KV_ELEMS * sizeof(T));
             const int32_t jt = (kt_begin + t) * KV_BN + key0; /* key index of this warp's first column */
+            /* key index of n8 tile n's first column, and the span from jt to the last column + 1 */
+            auto jn = [&](int n) -> int32_t { return PAIR ? jt + (n >> 1) * KV_BN + (n & 1) * 8 : jt + n * 8; };
+            constexpr int32_t JSPAN = PAIR ? KV_BN + 16 : NT * 8;
 
             float sc[8][4];
 #pragma unroll
@@ -2049,12 +2089,15 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int np = 0; np < 4; np++) {
                     if (np * 2 < NT) {
                         uint32_t b0, b1, b2, b3;
-                        const int key = key0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+                        const int npo = PAIR ? 0 : np * 16; /* PAIR: n8 pair np from tile t + np */
+                        const int key = key0 + npo + (lane & 7) + ((lane >> 4) << 3);
                         if (SWZ)
-                            kv_ldmatrix_x4(tk_u32 + k_sw[kk & 3] + (kk >> 2) * 128 + np * 16 * ROW * 2, b0, b1,
-                                           b2, b3);
+                            kv_ldmatrix_x4((PAIR && np ? tk1_u32 : tk_u32) + k_sw[kk & 3] + (kk >> 2) * 128 +
+                                               npo * ROW * 2,
+                                           b0, b1, b2, b3);
                         else
-                            kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
+                            kv_ldmatrix_x4(kv_smem_u32((PAIR && np ? tk1 : tk) + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8),
+                                           b0, b1, b2, b3);
                         kv_mma<T>::run(sc[2 * np], af, b0, b1);
                         kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
                     }
@@ -2062,8 +2105,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             }
             /* scores -> log2 units, masks */
             if (!(STRIP & 2)) {
-            const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + NT * 8 <= vhi[0] && jt >= vlo[1] &&
-                                                          jt + NT * 8 <= vhi[1]);
+            const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + JSPAN <= vhi[0] && jt >= vlo[1] &&
+                                                          jt + JSPAN <= vhi[1]);
             /* one branch per form for the whole tile (v57, twentieth session): the form before tested plain, then the
              * mask, per element, which spread the loop's code over more lines (ncu: no_instruction stalls after those
              * branches) */
@@ -2079,7 +2122,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         if (n < NT) {
-                            const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
+                            const int32_t j = jn(n) + tq * 2 + (e & 1);
                             float x = kv_softcap(sc[n][e] * scale, p.softcap);
                             if (p.alibi_slopes) x += kv_alibi_bias(slope[e >> 1], qkey[e >> 1], j);
                             sc[n][e] = x * LOG2E;
@@ -2091,7 +2134,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int n = 0; n < 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
+                        const int32_t j = jn(n) + tq * 2 + (e & 1);
                         if (n < NT && (j < vlo[e >> 1] || j >= vhi[e >> 1])) sc[n][e] = -CUDART_INF_F;
                     }
             }
@@ -2133,15 +2176,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     pa[1] = kv_mma<T>::pack(sc[2 * kc][2], sc[2 * kc][3]);
                     pa[2] = kv_mma<T>::pack(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
                     pa[3] = kv_mma<T>::pack(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
-                    const int key = key0 + kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                    const int kco = PAIR ? 0 : kc * 16; /* PAIR: keys 16 kc .. of tile t + kc */
+                    const int key = key0 + kco + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
                     for (int dn = 0; dn < DT / 2; dn++) {
                         uint32_t b0, b1, b2, b3;
                         if (SWZ)
-                            kv_ldmatrix_x4_trans(tv_u32 + v_sw[dn & 3] + (dn >> 2) * 128 + kc * 16 * ROW * 2, b0,
-                                                 b1, b2, b3);
+                            kv_ldmatrix_x4_trans((PAIR && kc ? tv1_u32 : tv_u32) + v_sw[dn & 3] + (dn >> 2) * 128 +
+                                                     kco * ROW * 2,
+                                                 b0, b1, b2, b3);
                         else
-                            kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
+                            kv_ldmatrix_x4_trans(kv_smem_u32((PAIR && kc ? tv1 : tv) + key * ROW + dn * 16 + (lane >> 4) * 8),
+                                                 b0, b1, b2, b3);
                         kv_mma<T>::run(o[2 * dn], pa, b0, b1);
                         kv_mma<T>::run(o[2 * dn + 1], pa, b2, b3);
                     }
