@@ -174,6 +174,37 @@ static __device__ __forceinline__ void kv_copy16_row(uint32_t dst, uint64_t row,
     else KV_CP16("cp.async.cg.shared.global");
 #undef KV_CP16
 }
+/* The same pair of copies for one K row and one V row at once (v98): both ignore their source where the K row's
+ * address is 0 (tile_row_address gives the K and V rows of a key the same validity: the same range, table entry and
+ * limits) or nc is nonzero (a channel >= D), one predicate for both. Replaces the address masks (4 LOP3 per pair) and
+ * the V row's own null test. */
+template <bool CAK, int PFK, bool CAV, int PFV>
+static __device__ __forceinline__ void kv_copy16_kv(uint32_t dk, uint32_t dv, uint64_t krow, uint64_t vrow,
+                                                    uint64_t off, uint32_t nc) {
+#define KV_CP16_KV(fk, fv)                                                                                      \
+    asm volatile("{\n.reg .pred q, p;\nsetp.ne.u32 q, %5, 0;\nsetp.eq.or.u64 p, %2, 0, q;\n" fk                \
+                 " [%0], [%3], 16, p;\n" fv " [%1], [%4], 16, p;\n}\n" ::"r"(dk),                                   \
+                 "r"(dv), "l"(krow), "l"(krow + off), "l"(vrow + off), "r"(nc)                                  \
+                 : "memory")
+    if (CAK && !CAV && PFK == 128 && PFV == 128)
+        KV_CP16_KV("cp.async.ca.shared.global.L2::128B", "cp.async.cg.shared.global.L2::128B");
+    else if (CAK && !CAV && PFK == 0 && PFV == 0)
+        KV_CP16_KV("cp.async.ca.shared.global", "cp.async.cg.shared.global");
+    else if (!CAK && !CAV && PFK == 128 && PFV == 128)
+        KV_CP16_KV("cp.async.cg.shared.global.L2::128B", "cp.async.cg.shared.global.L2::128B");
+    else if (!CAK && !CAV && PFK == 0 && PFV == 0)
+        KV_CP16_KV("cp.async.cg.shared.global", "cp.async.cg.shared.global");
+    else { /* other mixes (dev builds of KV_DECODE_CA / KV_DECODE_PF_KV): the two single copies */
+        kv_copy16_row<CAK, PFK>(dk, nc ? 0 : krow, off);
+        kv_copy16_row<CAV, PFV>(dv, nc ? 0 : vrow, off);
+    }
+#undef KV_CP16_KV
+}
+/* v98: the paired copies above and the swizzled stage offsets of a lane's rows precomputed per item (0: v97's
+ * per-copy masks and offsets) */
+#ifndef KV_DECODE_CPAIR
+#define KV_DECODE_CPAIR 1
+#endif
 /* L2 prefetch size of a decode item's K / V copies of DP >= 96 (v45 for DP 128 and 256; both copy paths and DP 96
  * since the seventeenth session): 0 = none (the L2 fetches the missed sectors), 128 or 256 bytes (the aligned
  * segment around the copy; within one page, so no fault, and no data of it is used beyond the copied bytes);
@@ -1849,6 +1880,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * into a register, so neither the table read nor the address math stalls the tile being computed.
          * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). The copy loop
          * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
+        /* (the K and V rows of a key get 0 under the same conditions: kv_copy16_kv tests the K row's address only) */
         auto tile_row_address = [&](int32_t kt, int32_t page) -> uint64_t {
             const int32_t j = kt * KV_BN + orr;
             if (APPEND && !KV_DEV_NEW_FROM_CACHE && j >= nb0) /* a new key: its k_new / v_new row */
@@ -1871,6 +1903,22 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         uint32_t d_sw[2]; /* swizzled: smem byte offsets of this thread's chunk in rows my_r0 and my_r0 + RSTEP */
 #pragma unroll
         for (int j = 0; j < 2; j++) d_sw[j] = (uint32_t)kv_smem_at<true, ROW>(my_r0 + j * RSTEP, my_c0) * 2;
+        /* v98 (KV_DECODE_CPAIR), a warp-private pipeline: the byte offsets in a stage of this lane's chunk in its rows
+         * rb + k, k < 8 (rows rb + k + 8 lie 8 rows further: the same chunk position), set up once per item; and
+         * whether its chunk lies past D (the copies' predicate) */
+        constexpr bool CPAIR = WP && EVEN && KV_DECODE_CPAIR;
+        constexpr int NK8 = CH / 2 < 8 ? CH / 2 : 8;
+        uint32_t d_wp[NK8];
+        const uint32_t nc_wp = my_c0 < D ? 0u : 1u;
+        if (CPAIR) {
+            const int rb = warp * 16 + (lane / CH) * (CH / 2);
+#pragma unroll
+            for (int k = 0; k < NK8; k++) {
+                d_wp[k] = (uint32_t)((rb + k) * ROW * 2) +
+                          (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
+                asm volatile("" : "+r"(d_wp[k]));
+            }
+        }
         /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
@@ -1899,10 +1947,17 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
 #pragma unroll
                     for (int j = 0; j < NB; j++) {
-                        const int k = k0 + j, row = rb + k;
+                        const int k = k0 + j;
+                        if constexpr (CPAIR) {
+                            const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
+                            kv_copy16_kv<DECODE && (KV_DECODE_CA & 1), PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
+                                dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
+                        } else {
+                        const int row = rb + k;
                         const uint32_t d = (uint32_t)(row * ROW * 2) +
                                            (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
                         copy_kv(d, kva[j].x & my_cmask, kva[j].y & my_cmask, (uint64_t)my_c0 * 2);
+                        }
                     }
                 }
             } else if (WP) {
