@@ -257,6 +257,12 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_PAIR
 #define KV_DECODE_PAIR 0
 #endif
+/* dev (v99, forty-fourth session): a decode item of <= 8 packed rows (its mma rows 8 - 15 all padding) skips the online
+ * softmax of those rows (their P V products land in rows nobody reads), and padding rows count as seeing every key, so
+ * that the "whole tile visible" test can hold and the per-element mask is skipped. Off by default. */
+#ifndef KV_DECODE_HALF
+#define KV_DECODE_HALF 0
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -2057,6 +2063,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const int32_t r = it.row0 + rr;
             vlo[h2] = 0;
             vhi[h2] = 0;
+            if (DECODE && KV_DECODE_HALF && rr >= it.nrows) { /* (v99) padding rows: every key visible */
+                vlo[h2] = -0x3fffffff;
+                vhi[h2] = 0x3fffffff;
+            }
             qkey[h2] = 0;
             slope[h2] = 0.0f;
             if (rr < it.nrows) {
@@ -2196,6 +2206,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             /* online softmax */
 #pragma unroll
             for (int h2 = 0; h2 < 2; h2++) {
+                if (DECODE && KV_DECODE_HALF && h2 == 1 && it.nrows <= 8) continue; /* (v99) rows 8 - 15: padding */
                 float mx = m2[h2];
 #pragma unroll
                 for (int n = 0; n < 8; n++)
