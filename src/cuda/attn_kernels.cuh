@@ -1885,7 +1885,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
          * s_addr one tile before its cp.async is issued; its block-table entry is read one more tile earlier
          * into a register, so neither the table read nor the address math stalls the tile being computed.
          * A warp's copy instruction covers two whole rows (full 128-byte lines, few L2 requests). The copy loop
-         * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand). */
+         * is ~8 instructions per 16 bytes (v23: 52 with element offsets and the src-size operand), ~3 in the
+         * warp-private pipeline since v98 (kv_copy16_kv). */
         /* (the K and V rows of a key get 0 under the same conditions: kv_copy16_kv tests the K row's address only) */
         auto tile_row_address = [&](int32_t kt, int32_t page) -> uint64_t {
             const int32_t j = kt * KV_BN + orr;
