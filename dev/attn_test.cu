@@ -930,11 +930,18 @@ int main(int argc, char **argv) {
         return profile_twice(P);
     }
     if (!strcmp(mode, "profile_8x8192")) { /* decode 8 x 8192 (one-token append: the plain order), for ncu;
-                                             * KVATTN_PROF_PAGE (default 16; 0 contiguous), KVATTN_TL_NONEW: no append */
+                                             * KVATTN_PROF_PAGE (default 16; 0 contiguous), KVATTN_TL_NONEW: no append;
+                                             * KVATTN_PROF_B / KVATTN_PROF_L: another B x L (forty-fifth session) */
         const int page = getenv("KVATTN_PROF_PAGE") ? atoi(getenv("KVATTN_PROF_PAGE")) : 16;
         const int nonew = getenv("KVATTN_TL_NONEW") ? 1 : 0;
-        Problem P = make(8, 32, 8, 128, page, KVATTN_BF16);
-        for (int b = 0; b < 8; b++) { P.nq[b] = 1; P.nnew[b] = 1 - nonew; P.S[b] = 8191 + nonew; }
+        const int pb = getenv("KVATTN_PROF_B") ? atoi(getenv("KVATTN_PROF_B")) : 8;
+        const int pl = getenv("KVATTN_PROF_L") ? atoi(getenv("KVATTN_PROF_L")) : 8192;
+        if (pb < 1 || pb > 256 || pl < 2 || pl > 65536) {
+            fprintf(stderr, "profile_8x8192: KVATTN_PROF_B in [1, 256], KVATTN_PROF_L in [2, 65536]\n");
+            return 2;
+        }
+        Problem P = make(pb, 32, 8, 128, page, KVATTN_BF16);
+        for (int b = 0; b < pb; b++) { P.nq[b] = 1; P.nnew[b] = 1 - nonew; P.S[b] = pl - 1 + nonew; }
         return profile_twice(P);
     }
     if (!strcmp(mode, "profile_inflight")) { /* the inflight step's launches, for ncu */
