@@ -263,6 +263,14 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_HALF
 #define KV_DECODE_HALF 0
 #endif
+/* v103 (forty-fifth session): a DP 128 decode tile's Q K^T accumulates its odd k-steps apart and sums them after the
+ * loop: four chains of 4 dependent mma per warp instead of two of 8. A lone block's loop waits on its own dependency
+ * chains (ncu: fixed-latency waits and issue, not memory); this one shortened its kernel 1.7% (12x4096, one block
+ * per SM) and graph replays 0.2 - 1.7% at nine decode shapes on the H200 (attn_notes.md, forty-fifth session).
+ * DP 96 and 256 spill with it and keep two chains. 0: two chains everywhere. */
+#ifndef KV_DECODE_QK2
+#define KV_DECODE_QK2 1
+#endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
  * lists, the flag load acquires them; seq_ok bytes are read relaxed at GPU scope (from L2, never a stale L1 line). */
@@ -2143,6 +2151,12 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             float sc[8][4];
 #pragma unroll
             for (int n = 0; n < 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
+            /* QK2 (v103, KV_DECODE_QK2): the odd k-steps accumulate apart, summed after the loop (four chains of
+             * DK / 2 dependent mma instead of two of DK); DP 128 only (DP 96 and 256 spill with it) */
+            constexpr bool QK2 = DECODE && !PAIR && NT == 2 && DP == 128 && KV_DECODE_QK2;
+            float scb[2][4];
+#pragma unroll
+            for (int n = 0; n < 2; n++) scb[n][0] = scb[n][1] = scb[n][2] = scb[n][3] = 0.0f;
 #pragma unroll
             for (int kk = 0; kk < (STRIP & 1 ? 0 : DK); kk++) {
                 uint32_t af[4];
@@ -2164,10 +2178,21 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         else
                             kv_ldmatrix_x4(kv_smem_u32((PAIR && np ? tk1 : tk) + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8),
                                            b0, b1, b2, b3);
-                        kv_mma<T>::run(sc[2 * np], af, b0, b1);
-                        kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
+                        if (QK2 && (kk & 1)) {
+                            kv_mma<T>::run(scb[0], af, b0, b1);
+                            kv_mma<T>::run(scb[1], af, b2, b3);
+                        } else {
+                            kv_mma<T>::run(sc[2 * np], af, b0, b1);
+                            kv_mma<T>::run(sc[2 * np + 1], af, b2, b3);
+                        }
                     }
                 }
+            }
+            if (QK2) {
+#pragma unroll
+                for (int n = 0; n < 2; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) sc[n][e] += scb[n][e];
             }
             /* scores -> log2 units, masks */
             if (!(STRIP & 2)) {
