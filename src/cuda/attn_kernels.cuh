@@ -200,11 +200,6 @@ static __device__ __forceinline__ void kv_copy16_kv(uint32_t dk, uint32_t dv, ui
     }
 #undef KV_CP16_KV
 }
-/* v98: the paired copies above and the swizzled stage offsets of a lane's rows precomputed per item (0: v97's
- * per-copy masks and offsets) */
-#ifndef KV_DECODE_CPAIR
-#define KV_DECODE_CPAIR 1
-#endif
 /* L2 prefetch size of a decode item's K / V copies of DP >= 96 (v45 for DP 128 and 256; both copy paths and DP 96
  * since the seventeenth session): 0 = none (the L2 fetches the missed sectors), 128 or 256 bytes (the aligned
  * segment around the copy; within one page, so no fault, and no data of it is used beyond the copied bytes);
@@ -249,19 +244,6 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
  * so that the Q round trip overlaps the first tile's instead of preceding it; 0: Q by loads and stores first. */
 #ifndef KV_DECODE_QASYNC
 #define KV_DECODE_QASYNC 1
-#endif
-/* dev (v97, forty-fourth session): a warp-private decode pipeline of NS >= 4 stages computes two 64-key tiles per
- * iteration, each warp its 16 keys of both (32 keys per warp and step, as cuDNN's 128-key tiles): the per-step work
- * (waits, row-max exchanges, O rescale) over twice the keys and twice the independent mma chains. The copies and the
- * ring stay per 64-key tile; an odd last tile is paired with a zero-filled one (masked). Off by default. */
-#ifndef KV_DECODE_PAIR
-#define KV_DECODE_PAIR 0
-#endif
-/* dev (v99, forty-fourth session): a decode item of <= 8 packed rows (its mma rows 8 - 15 all padding) skips the online
- * softmax of those rows (their P V products land in rows nobody reads), and padding rows count as seeing every key, so
- * that the "whole tile visible" test can hold and the per-element mask is skipped. Off by default. */
-#ifndef KV_DECODE_HALF
-#define KV_DECODE_HALF 0
 #endif
 /* v103 (forty-fifth session): a DP 128 decode tile's Q K^T accumulates its odd k-steps apart and sums them after the
  * loop: four chains of 4 dependent mma per warp instead of two of 8. A lone block's loop waits on its own dependency
@@ -1918,14 +1900,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         uint32_t d_sw[2]; /* swizzled: smem byte offsets of this thread's chunk in rows my_r0 and my_r0 + RSTEP */
 #pragma unroll
         for (int j = 0; j < 2; j++) d_sw[j] = (uint32_t)kv_smem_at<true, ROW>(my_r0 + j * RSTEP, my_c0) * 2;
-        /* v98 (KV_DECODE_CPAIR), a warp-private pipeline: the byte offsets in a stage of this lane's chunk in its rows
+        /* v98, a warp-private pipeline: the byte offsets in a stage of this lane's chunk in its rows
          * rb + k, k < 8 (rows rb + k + 8 lie 8 rows further: the same chunk position), set up once per item; and
          * whether its chunk lies past D (the copies' predicate) */
-        constexpr bool CPAIR = WP && EVEN && KV_DECODE_CPAIR;
         constexpr int NK8 = CH / 2 < 8 ? CH / 2 : 8;
         uint32_t d_wp[NK8];
         const uint32_t nc_wp = my_c0 < D ? 0u : 1u;
-        if (CPAIR) {
+        if (WP && EVEN) {
             const int rb = warp * 16 + (lane / CH) * (CH / 2);
 #pragma unroll
             for (int k = 0; k < NK8; k++) {
@@ -1963,16 +1944,9 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                     for (int j = 0; j < NB; j++) {
                         const int k = k0 + j;
-                        if constexpr (CPAIR) {
-                            const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
-                            kv_copy16_kv<DECODE && (KV_DECODE_CA & 1), PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
-                                dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
-                        } else {
-                        const int row = rb + k;
-                        const uint32_t d = (uint32_t)(row * ROW * 2) +
-                                           (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
-                        copy_kv(d, kva[j].x & my_cmask, kva[j].y & my_cmask, (uint64_t)my_c0 * 2);
-                        }
+                        const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
+                        kv_copy16_kv<DECODE && (KV_DECODE_CA & 1), PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
+                            dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
                     }
                 }
             } else if (WP) {
@@ -2045,18 +2019,14 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
             }
         };
-        /* PAIR (KV_DECODE_PAIR): tiles t and t + 1 per iteration; NS - 2 tiles issued ahead of the pair */
-        constexpr bool PAIR = WP && KV_DECODE_PAIR && NS >= 4;
-        constexpr int TPI = PAIR ? 2 : 1;
-        const int32_t n_lim = PAIR ? n_kt + (n_kt & 1) : n_kt; /* PAIR: an odd count's last tile paired with zeros */
         if (!q_async) load_qf();
 #pragma unroll
-        for (int st = 0; st < NS - TPI; st++) {
-            if (st < n_lim) load_tile(st, st);
+        for (int st = 0; st < NS - 1; st++) {
+            if (st < n_kt) load_tile(st, st);
             kv_cp_async_commit();
         }
         if (q_async) { /* Q came with the first tile's group: every thread's copies of it, then the fragments */
-            kv_cp_async_wait<NS - 1 - TPI>();
+            kv_cp_async_wait<NS - 2>();
             __syncthreads();
             load_qf();
         }
@@ -2072,10 +2042,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const int32_t r = it.row0 + rr;
             vlo[h2] = 0;
             vhi[h2] = 0;
-            if (DECODE && KV_DECODE_HALF && rr >= it.nrows) { /* (v99) padding rows: every key visible */
-                vlo[h2] = -0x3fffffff;
-                vhi[h2] = 0x3fffffff;
-            }
             qkey[h2] = 0;
             slope[h2] = 0.0f;
             if (rr < it.nrows) {
@@ -2095,30 +2061,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         float l[2] = {0.0f, 0.0f};                    /* this thread's part of the row sums */
 
         /* 3. main loop */
-        constexpr int NT = decode ? (PAIR ? 4 : 2) : 8; /* n8 key tiles per warp */
+        constexpr int NT = decode ? 2 : 8;     /* n8 key tiles per warp */
         const int key0 = decode ? warp * 16 : 0;
         const unsigned long long t_start = KV_TL_NOW();
         (void)t_start;
-        for (int32_t t = 0; t < n_kt; t += TPI) {
-            if constexpr (PAIR) {
-                /* the stages of tiles t - 2 and t - 1 (this warp's rows) are free once every lane is past them:
-                 * tiles t + NS - 2 and t + NS - 1 go there; each resolves the row addresses of the tile two on
-                 * (the slot of tile t or t + 1, whose copies were issued long ago) */
-                __syncwarp();
-#pragma unroll
-                for (int u = 0; u < 2; u++) {
-                    const int32_t x = t + NS - 2 + u;
-                    if (x < n_lim) load_tile(x % NS, x % NS);
-                    kv_cp_async_commit();
-                    if (x + 2 < n_lim) {
-                        row_address(kt_begin + x + 2, (x + 2) % NS, next_page);
-                        next_page = page_read(kt_begin + x + 3);
-                    }
-                }
-                kv_cp_async_wait<NS - 2>(); /* tiles t and t + 1 */
-                __syncwarp();
-                if (t == 0) KV_TL_ADD(DECODE ? 2 : 1, 5, KV_TL_NOW() - t_start);
-            } else {
+        for (int32_t t = 0; t < n_kt; t++) {
             kv_cp_async_wait<NS - 2>();
             if (WP) __syncwarp(); /* this warp's rows only: its own copies, its own stages' rows */
             else __syncthreads();
@@ -2132,28 +2079,18 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     next_page = page_read(kt_begin + t + NS + 1);
                 }
             }
-            } /* PAIR (not indented, so that the shipped code reads as before) */
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
             const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
             const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
-            /* PAIR: tile t + 1's stages (n8 tiles 2 and 3 of the warp, its keys 64 on) */
-            const int s1 = PAIR ? (t + 1) % NS : 0;
-            const T *tk1 = sK + s1 * SM::KV_ELEMS;
-            const T *tv1 = sV + s1 * SM::KV_ELEMS;
-            const uint32_t tk1_u32 = sK_u32 + (uint32_t)(s1 * SM::KV_ELEMS * sizeof(T));
-            const uint32_t tv1_u32 = sV_u32 + (uint32_t)(s1 * SM::KV_ELEMS * sizeof(T));
             const int32_t jt = (kt_begin + t) * KV_BN + key0; /* key index of this warp's first column */
-            /* key index of n8 tile n's first column, and the span from jt to the last column + 1 */
-            auto jn = [&](int n) -> int32_t { return PAIR ? jt + (n >> 1) * KV_BN + (n & 1) * 8 : jt + n * 8; };
-            constexpr int32_t JSPAN = PAIR ? KV_BN + 16 : NT * 8;
 
             float sc[8][4];
 #pragma unroll
             for (int n = 0; n < 8; n++) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.0f;
             /* QK2 (v103, KV_DECODE_QK2): the odd k-steps accumulate apart, summed after the loop (four chains of
              * DK / 2 dependent mma instead of two of DK); DP 128 only (DP 96 and 256 spill with it) */
-            constexpr bool QK2 = DECODE && !PAIR && NT == 2 && DP == 128 && KV_DECODE_QK2;
+            constexpr bool QK2 = DECODE && NT == 2 && DP == 128 && KV_DECODE_QK2;
             float scb[2][4];
 #pragma unroll
             for (int n = 0; n < 2; n++) scb[n][0] = scb[n][1] = scb[n][2] = scb[n][3] = 0.0f;
@@ -2169,15 +2106,12 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int np = 0; np < 4; np++) {
                     if (np * 2 < NT) {
                         uint32_t b0, b1, b2, b3;
-                        const int npo = PAIR ? 0 : np * 16; /* PAIR: n8 pair np from tile t + np */
-                        const int key = key0 + npo + (lane & 7) + ((lane >> 4) << 3);
+                        const int key = key0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
                         if (SWZ)
-                            kv_ldmatrix_x4((PAIR && np ? tk1_u32 : tk_u32) + k_sw[kk & 3] + (kk >> 2) * 128 +
-                                               npo * ROW * 2,
-                                           b0, b1, b2, b3);
+                            kv_ldmatrix_x4(tk_u32 + k_sw[kk & 3] + (kk >> 2) * 128 + np * 16 * ROW * 2, b0, b1,
+                                           b2, b3);
                         else
-                            kv_ldmatrix_x4(kv_smem_u32((PAIR && np ? tk1 : tk) + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8),
-                                           b0, b1, b2, b3);
+                            kv_ldmatrix_x4(kv_smem_u32(tk + key * ROW + kk * 16 + ((lane >> 3) & 1) * 8), b0, b1, b2, b3);
                         if (QK2 && (kk & 1)) {
                             kv_mma<T>::run(scb[0], af, b0, b1);
                             kv_mma<T>::run(scb[1], af, b2, b3);
@@ -2196,8 +2130,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             }
             /* scores -> log2 units, masks */
             if (!(STRIP & 2)) {
-            const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + JSPAN <= vhi[0] && jt >= vlo[1] &&
-                                                          jt + JSPAN <= vhi[1]);
+            const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + NT * 8 <= vhi[0] && jt >= vlo[1] &&
+                                                          jt + NT * 8 <= vhi[1]);
             /* one branch per form for the whole tile (v57, twentieth session): the form before tested plain, then the
              * mask, per element, which spread the loop's code over more lines (ncu: no_instruction stalls after those
              * branches) */
@@ -2213,7 +2147,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         if (n < NT) {
-                            const int32_t j = jn(n) + tq * 2 + (e & 1);
+                            const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
                             float x = kv_softcap(sc[n][e] * scale, p.softcap);
                             if (p.alibi_slopes) x += kv_alibi_bias(slope[e >> 1], qkey[e >> 1], j);
                             sc[n][e] = x * LOG2E;
@@ -2225,14 +2159,13 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 for (int n = 0; n < 8; n++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const int32_t j = jn(n) + tq * 2 + (e & 1);
+                        const int32_t j = jt + n * 8 + tq * 2 + (e & 1);
                         if (n < NT && (j < vlo[e >> 1] || j >= vhi[e >> 1])) sc[n][e] = -CUDART_INF_F;
                     }
             }
             /* online softmax */
 #pragma unroll
             for (int h2 = 0; h2 < 2; h2++) {
-                if (DECODE && KV_DECODE_HALF && h2 == 1 && it.nrows <= 8) continue; /* (v99) rows 8 - 15: padding */
                 float mx = m2[h2];
 #pragma unroll
                 for (int n = 0; n < 8; n++)
@@ -2268,18 +2201,15 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     pa[1] = kv_mma<T>::pack(sc[2 * kc][2], sc[2 * kc][3]);
                     pa[2] = kv_mma<T>::pack(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
                     pa[3] = kv_mma<T>::pack(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
-                    const int kco = PAIR ? 0 : kc * 16; /* PAIR: keys 16 kc .. of tile t + kc */
-                    const int key = key0 + kco + (lane & 7) + ((lane >> 3) & 1) * 8;
+                    const int key = key0 + kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
                     for (int dn = 0; dn < DT / 2; dn++) {
                         uint32_t b0, b1, b2, b3;
                         if (SWZ)
-                            kv_ldmatrix_x4_trans((PAIR && kc ? tv1_u32 : tv_u32) + v_sw[dn & 3] + (dn >> 2) * 128 +
-                                                     kco * ROW * 2,
-                                                 b0, b1, b2, b3);
+                            kv_ldmatrix_x4_trans(tv_u32 + v_sw[dn & 3] + (dn >> 2) * 128 + kc * 16 * ROW * 2, b0,
+                                                 b1, b2, b3);
                         else
-                            kv_ldmatrix_x4_trans(kv_smem_u32((PAIR && kc ? tv1 : tv) + key * ROW + dn * 16 + (lane >> 4) * 8),
-                                                 b0, b1, b2, b3);
+                            kv_ldmatrix_x4_trans(kv_smem_u32(tv + key * ROW + dn * 16 + (lane >> 4) * 8), b0, b1, b2, b3);
                         kv_mma<T>::run(o[2 * dn], pa, b0, b1);
                         kv_mma<T>::run(o[2 * dn + 1], pa, b2, b3);
                     }
