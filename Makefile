@@ -100,7 +100,7 @@ bench: $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench_*.c))
 # ~2.5 min on 2 cores), which checks that they still compile and link against the library's sources
 DEV_CODE ?= sm
 DEV_NVCC = $(NVCC) -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=$(DEV_CODE)_$(CUDA_ARCH) -Iinclude -Isrc \
-           --expt-relaxed-constexpr -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0) -Xcompiler -fopenmp
+           --expt-relaxed-constexpr -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0) -Xcompiler -fopenmp $(NVCC_DEFS)
 DEV_BINS = $(patsubst dev/%.cu,$(BUILD)/dev/%,$(wildcard dev/*.cu))
 dev: $(DEV_BINS)
 $(BUILD)/dev/host_cost: DEV_LIBS = $(BUILD)/libkvattn.a $(CUDA_LIBS)
