@@ -224,6 +224,14 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_CA
 #define KV_DECODE_CA 1
 #endif
+/* v105 (forty-sixth session): in a call over a paged cache the warp-private decode copies (DP 32, 64, 128, 256) take K
+ * by .cg too. Measured on the H200 (graph replays, 12 processes rotated, attn_notes.md forty-sixth session): both
+ * rows by .cg were 0.6 - 2.2% faster at every paged shape (8x8192, 64x4096, 256x1024, 64x16384 page 16) but mixed on
+ * contiguous caches (12x4096 -1.1%, 17x8192 +1.0%), which keep K by .ca. 0: K by .ca in both layouts. */
+#ifndef KV_DECODE_KCG
+#define KV_DECODE_KCG 0
+#endif
+template <bool B> struct kv_bool { static constexpr bool value = B; };
 /* Warp-private decode pipelines (v53, eighteenth session). In a decode item warp w reads only keys 16 w .. 16 w + 15
  * of every tile (Q K^T and P V), so each warp copies its own 16 K and 16 V rows and waits for its own copies
  * (cp.async.wait_group + __syncwarp): no block barrier per tile, and no warp waits for another's copies. Measured on
@@ -252,14 +260,6 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
  * DP 96 and 256 spill with it and keep two chains. 0: two chains everywhere. */
 #ifndef KV_DECODE_QK2
 #define KV_DECODE_QK2 1
-#endif
-/* v104 (forty-sixth session, dev knob): a decode item of at most 8 packed rows (GQA up to 8 query heads per kv head,
- * one query) computes its tiles transposed: S^T = K Q^T (keys as the mma's 16 rows, the query rows as its 8 columns)
- * and O^T = V^T P^T, P^T moved into the B operand by movmatrix. Half the mma of the row-major form, whose rows 8 - 15
- * are padding at such items: per warp and 64-key tile 8 + 8 mma instead of 16 + 16, 32 accumulators of O instead of
- * 64 and 4 exponentials instead of 8. DP 64 and 128. 0: the row-major form only. */
-#ifndef KV_DECODE_TR
-#define KV_DECODE_TR 0
 #endif
 
 /* Flags between the scheduler and an early-start decode kernel (KV_EARLY_START): the flag store releases the item
@@ -359,12 +359,6 @@ static __device__ __forceinline__ void kv_ldmatrix_x4_trans(uint32_t addr, uint3
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr));
-}
-/* The 8x8 16-bit matrix held as an mma fragment (lane l: row l / 4, columns 2 (l % 4) and + 1), transposed. */
-static __device__ __forceinline__ uint32_t kv_movmatrix_trans(uint32_t x) {
-    uint32_t y;
-    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
-    return y;
 }
 /* D(16x8 fp32) += A(16x16) * B(16x8), A row-major, B column-major, fp16 or bf16 operands. */
 template <typename T> struct kv_mma;
@@ -1796,9 +1790,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* the row whose address this thread resolves: row tid % 64 of K or V; a warp-private pipeline (WP) resolves its
          * own rows: lane l of warp w row 16 w + l % 16 of K (l < 16) or V */
         constexpr bool WP = DECODE && KV_DECODE_WPIPE;
-        /* v104 (KV_DECODE_TR): this item's tiles transposed (at most 8 packed rows) */
-        constexpr bool TR = DECODE && KV_DECODE_TR && (DP == 64 || DP == 128) && STRIP == 0;
-        const bool tr = TR && it.nrows <= 8;
         static_assert(!WP || (KV_BN == 64 && KV_THREADS == 128), "warp-private pipeline: 4 warps of 16 keys");
         const int orr = WP ? warp * 16 + (lane & 15) : tid & (KV_BN - 1), owhich = WP ? lane >> 4 : tid >> 6;
         kv_row_addresser ra;
@@ -1935,6 +1926,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
+        const bool k_cg = p.block_table != NULL; /* v105 (KV_DECODE_KCG) */
         auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = sK_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
             const uint32_t dv = sV_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
@@ -1953,19 +1945,24 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                  * use -> copy -> LDS (a short-scoreboard wait per pair; v57, twentieth session) */
                 constexpr int NB = KV_DECODE_ABATCH < 1 ? 1 : KV_DECODE_ABATCH < CH / 2 ? KV_DECODE_ABATCH : CH / 2;
                 static_assert(!(WP && EVEN) || (CH / 2) % NB == 0, "KV_DECODE_ABATCH: a divisor of the rows per lane");
+                auto copies = [&](auto cak) { /* cak: K by .ca (kv_bool) */
 #pragma unroll
-                for (int k0 = 0; k0 < CH / 2; k0 += NB) {
-                    ulonglong2 kva[NB];
+                    for (int k0 = 0; k0 < CH / 2; k0 += NB) {
+                        ulonglong2 kva[NB];
 #pragma unroll
-                    for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
+                        for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
 #pragma unroll
-                    for (int j = 0; j < NB; j++) {
-                        const int k = k0 + j;
-                        const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
-                        kv_copy16_kv<DECODE && (KV_DECODE_CA & 1), PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
-                            dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
+                        for (int j = 0; j < NB; j++) {
+                            const int k = k0 + j;
+                            const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
+                            kv_copy16_kv<decltype(cak)::value, PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
+                                dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
+                        }
                     }
-                }
+                };
+                constexpr bool CAK = DECODE && (KV_DECODE_CA & 1);
+                if (CAK && KV_DECODE_KCG && k_cg) copies(kv_bool<false>{}); /* v105: a paged cache, K by .cg */
+                else copies(kv_bool<CAK>{});
             } else if (WP) {
 #pragma unroll
                 for (int k = 0; k < CH / 2; k++) {
@@ -2031,13 +2028,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         };
         uint32_t qf[DP <= 128 ? DK : 1][4]; /* DP <= 128: Q's fragments held in registers for the whole item */
         auto load_qf = [&]() {
-            if (TR && tr) { /* v104: Q rows 0 - 7 as the B operand, qf[kk][0 .. 1]: lane l reads chunk 4 m + l / 8 of row
-                             * l % 8 (k-steps 2 m and 2 m + 1) */
-#pragma unroll
-                for (int m = 0; m < DK / 2; m++)
-                    kv_ldmatrix_x4(kv_smem_u32(sQ + kv_smem_at<SWZ, ROW>(lane & 7, (4 * m + (lane >> 3)) * 8)),
-                                   qf[2 * m][0], qf[2 * m][1], qf[2 * m + 1][0], qf[2 * m + 1][1]);
-            } else if (DP <= 128) {
+            if (DP <= 128) {
 #pragma unroll
                 for (int kk = 0; kk < DK; kk++) kv_ldmatrix_x4(q_addr(kk), qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
             }
@@ -2061,12 +2052,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         float slope[2];
 #pragma unroll
         for (int h2 = 0; h2 < 2; h2++) {
-            /* v104: rows 2 tq and 2 tq + 1; its padding rows see all the item's keys (their results are not read), so
-             * that whole tiles skip the mask */
-            const int rr = TR && tr ? 2 * tq + h2 : wrow0 + gq + 8 * h2;
+            const int rr = wrow0 + gq + 8 * h2;
             const int32_t r = it.row0 + rr;
-            vlo[h2] = TR && tr ? it.klo : 0;
-            vhi[h2] = TR && tr ? it.khi : 0;
+            vlo[h2] = 0;
+            vhi[h2] = 0;
             qkey[h2] = 0;
             slope[h2] = 0.0f;
             if (rr < it.nrows) {
@@ -2090,8 +2079,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         const int key0 = decode ? warp * 16 : 0;
         const unsigned long long t_start = KV_TL_NOW();
         (void)t_start;
-        /* a tile's head: its stage waited for, the copies of tile t + NS - 1 issued, the addresses of tile t + NS */
-        auto tile_head = [&](int32_t t) {
+        for (int32_t t = 0; t < n_kt; t++) {
             kv_cp_async_wait<NS - 2>();
             if (WP) __syncwarp(); /* this warp's rows only: its own copies, its own stages' rows */
             else __syncthreads();
@@ -2105,97 +2093,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                     next_page = page_read(kt_begin + t + NS + 1);
                 }
             }
-        };
-        bool tr_done = false;
-        if constexpr (TR) {
-            if (tr) {
-                /* v104: the warp's 16 keys x 8 rows as one m16n8 tile S^T = K Q^T. K is the A operand (lane l reads
-                 * chunk 2 kk + l / 16 of key key0 + l % 8 + 8 ((l / 8) % 2): v_sw's rows and chunks), Q^T the B
-                 * operand (qf[kk][0 .. 1], load_qf); V^T the A operand of O^T = V^T P^T (ldmatrix.trans, lane l:
-                 * chunk 2 dn + (l / 8) % 2 of key key0 + l % 8 + 8 (l / 16): k_sw's), P^T its B operand (the scores'
-                 * fragments transposed by movmatrix). Lane (gq, tq) holds keys gq, gq + 8 of rows 2 tq, 2 tq + 1, and
-                 * channels 16 dn + gq (+ 8) of those rows in o[dn]; a row's max and sum run over the 8 lanes of a tq. */
-                const int key_a = key0 + (lane & 7) + ((lane >> 3) & 1) * 8, key_v = key0 + (lane & 7) + ((lane >> 4) << 3);
-                for (int32_t t = 0; t < n_kt; t++) {
-                    tile_head(t);
-                    const T *tk = sK + (t % NS) * SM::KV_ELEMS;
-                    const T *tv = sV + (t % NS) * SM::KV_ELEMS;
-                    const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
-                    const uint32_t tv_u32 = sV_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
-                    const int32_t jt = (kt_begin + t) * KV_BN + key0;
-                    float st[2][4]; /* two chains of DK / 2 mma (even and odd k-steps) */
-#pragma unroll
-                    for (int c = 0; c < 2; c++) st[c][0] = st[c][1] = st[c][2] = st[c][3] = 0.0f;
-#pragma unroll
-                    for (int kk = 0; kk < DK; kk++) {
-                        uint32_t ka[4];
-                        if (SWZ)
-                            kv_ldmatrix_x4(tk_u32 + v_sw[kk & 3] + (kk >> 2) * 128, ka[0], ka[1], ka[2], ka[3]);
-                        else
-                            kv_ldmatrix_x4(kv_smem_u32(tk + key_a * ROW + kk * 16 + (lane >> 4) * 8), ka[0], ka[1], ka[2],
-                                           ka[3]);
-                        kv_mma<T>::run(st[kk & 1], ka, qf[kk][0], qf[kk][1]);
-                    }
-                    float x[4]; /* e: key gq + 8 (e / 2), row 2 tq + e % 2 */
-#pragma unroll
-                    for (int e = 0; e < 4; e++) x[e] = st[0][e] + st[1][e];
-                    const bool full = __all_sync(0xffffffffu, jt >= vlo[0] && jt + 16 <= vhi[0] && jt >= vlo[1] &&
-                                                                  jt + 16 <= vhi[1]);
-                    if (plain) {
-#pragma unroll
-                        for (int e = 0; e < 4; e++) x[e] *= scale * LOG2E;
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int32_t j = jt + gq + 8 * (e >> 1);
-                            float y = kv_softcap(x[e] * scale, p.softcap);
-                            if (p.alibi_slopes) y += kv_alibi_bias(slope[e & 1], qkey[e & 1], j);
-                            x[e] = y * LOG2E;
-                        }
-                    }
-                    if (!full) {
-#pragma unroll
-                        for (int e = 0; e < 4; e++) {
-                            const int32_t j = jt + gq + 8 * (e >> 1);
-                            if (j < vlo[e & 1] || j >= vhi[e & 1]) x[e] = -CUDART_INF_F;
-                        }
-                    }
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        float mx = fmaxf(m2[h], fmaxf(x[h], x[2 + h]));
-                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-                        const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-                        const float corr = kv_exp2(m2[h] - msafe); /* m2 = -inf: 0 */
-                        m2[h] = mx;
-                        x[h] = kv_exp2(x[h] - msafe);
-                        x[2 + h] = kv_exp2(x[2 + h] - msafe);
-                        l[h] = l[h] * corr + (x[h] + x[2 + h]);
-#pragma unroll
-                        for (int dn = 0; dn < DT / 2; dn++) {
-                            o[dn][h] *= corr;
-                            o[dn][2 + h] *= corr;
-                        }
-                    }
-                    const uint32_t pb0 = kv_movmatrix_trans(kv_mma<T>::pack(x[0], x[1]));
-                    const uint32_t pb1 = kv_movmatrix_trans(kv_mma<T>::pack(x[2], x[3]));
-#pragma unroll
-                    for (int dn = 0; dn < DT / 2; dn++) {
-                        uint32_t va[4];
-                        if (SWZ)
-                            kv_ldmatrix_x4_trans(tv_u32 + k_sw[dn & 3] + (dn >> 2) * 128, va[0], va[1], va[2], va[3]);
-                        else
-                            kv_ldmatrix_x4_trans(kv_smem_u32(tv + key_v * ROW + dn * 16 + ((lane >> 3) & 1) * 8), va[0],
-                                                 va[1], va[2], va[3]);
-                        kv_mma<T>::run(o[dn], va, pb0, pb1);
-                    }
-                }
-                tr_done = true;
-            }
-        }
-        for (int32_t t = 0; t < (tr_done ? 0 : n_kt); t++) {
-            tile_head(t);
             const T *tk = sK + (t % NS) * SM::KV_ELEMS;
             const T *tv = sV + (t % NS) * SM::KV_ELEMS;
             const uint32_t tk_u32 = sK_u32 + (uint32_t)((t % NS) * SM::KV_ELEMS * sizeof(T));
@@ -2344,19 +2241,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         if (STRIP & 8) return;
 
         /* 4. epilogue */
-        if (TR && tr) { /* v104: a row's lanes are the 8 of its tq */
 #pragma unroll
-            for (int h2 = 0; h2 < 2; h2++) {
-                l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 4);
-                l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 8);
-                l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 16);
-            }
-        } else {
-#pragma unroll
-            for (int h2 = 0; h2 < 2; h2++) {
-                l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
-                l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
-            }
+        for (int h2 = 0; h2 < 2; h2++) {
+            l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
+            l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 2);
         }
         /* decode merge (v48): the warps' O rows in fp32 at a pitch of DP + 8 floats (a half-warp's 8-byte stores on
          * distinct banks; DP floats put the 8 rows of a fragment on the same banks), only the item's rows; then a
@@ -2368,23 +2256,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         if (decode) {
             static_assert(4 * KV_DECODE_ROWS * SF * 4 <= 2 * NS * SM::KV_ELEMS * 2,
                           "the decode merge fits in the stages");
-            if (TR && tr) { /* v104: rows 2 tq + h2, channels 16 dn + gq + 8 (e / 2) */
-#pragma unroll
-                for (int h2 = 0; h2 < 2; h2++) {
-                    const int rr = 2 * tq + h2;
-                    if (gq == 0) {
-                        s_m[warp][rr] = m2[h2];
-                        s_l[warp][rr] = l[h2];
-                    }
-                    if (rr < it.nrows) {
-#pragma unroll
-                        for (int dn = 0; dn < DT / 2; dn++) {
-                            stage_f[(warp * 16 + rr) * SF + dn * 16 + gq] = o[dn][h2];
-                            stage_f[(warp * 16 + rr) * SF + dn * 16 + gq + 8] = o[dn][2 + h2];
-                        }
-                    }
-                }
-            } else {
 #pragma unroll
             for (int h2 = 0; h2 < 2; h2++) {
                 const int rr = gq + 8 * h2;
@@ -2399,7 +2270,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                             make_float2(o[d][2 * h2], o[d][2 * h2 + 1]);
                 }
             }
-            } /* (v104's else: not indented, so that the form before reads as it was) */
             if (gate) verdict = kv_seq_verdict(a.seq_ok, b, verdict);
             __syncthreads();
             constexpr int C4 = DP / 4;
