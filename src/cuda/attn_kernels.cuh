@@ -224,14 +224,6 @@ static_assert(KV_DECODE_PF == 0 || KV_DECODE_PF == 128 || KV_DECODE_PF == 256, "
 #ifndef KV_DECODE_CA
 #define KV_DECODE_CA 1
 #endif
-/* v105 (forty-sixth session): in a call over a paged cache the warp-private decode copies (DP 32, 64, 128, 256) take K
- * by .cg too. Measured on the H200 (graph replays, 12 processes rotated, attn_notes.md forty-sixth session): both
- * rows by .cg were 0.6 - 2.2% faster at every paged shape (8x8192, 64x4096, 256x1024, 64x16384 page 16) but mixed on
- * contiguous caches (12x4096 -1.1%, 17x8192 +1.0%), which keep K by .ca. 0: K by .ca in both layouts. */
-#ifndef KV_DECODE_KCG
-#define KV_DECODE_KCG 0
-#endif
-template <bool B> struct kv_bool { static constexpr bool value = B; };
 /* Warp-private decode pipelines (v53, eighteenth session). In a decode item warp w reads only keys 16 w .. 16 w + 15
  * of every tile (Q K^T and P V), so each warp copies its own 16 K and 16 V rows and waits for its own copies
  * (cp.async.wait_group + __syncwarp): no block barrier per tile, and no warp waits for another's copies. Measured on
@@ -1926,7 +1918,6 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* L2 prefetch size (v45), for DP >= 96: at D 64 it was no faster and 2 - 6% slower at 8x8192 / 1x32768 */
         constexpr int PF_K = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 1) ? KV_DECODE_PF : 0;
         constexpr int PF_V = DECODE && DP >= KV_DECODE_PF_MIN_DP && (KV_DECODE_PF_KV & 2) ? KV_DECODE_PF : 0;
-        const bool k_cg = p.block_table != NULL; /* v105 (KV_DECODE_KCG) */
         auto load_tile = [&](int slot, int stage) {
             const uint32_t dk = sK_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
             const uint32_t dv = sV_u32 + (uint32_t)(stage * SM::KV_ELEMS * sizeof(T));
@@ -1945,24 +1936,19 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                  * use -> copy -> LDS (a short-scoreboard wait per pair; v57, twentieth session) */
                 constexpr int NB = KV_DECODE_ABATCH < 1 ? 1 : KV_DECODE_ABATCH < CH / 2 ? KV_DECODE_ABATCH : CH / 2;
                 static_assert(!(WP && EVEN) || (CH / 2) % NB == 0, "KV_DECODE_ABATCH: a divisor of the rows per lane");
-                auto copies = [&](auto cak) { /* cak: K by .ca (kv_bool) */
 #pragma unroll
-                    for (int k0 = 0; k0 < CH / 2; k0 += NB) {
-                        ulonglong2 kva[NB];
+                for (int k0 = 0; k0 < CH / 2; k0 += NB) {
+                    ulonglong2 kva[NB];
 #pragma unroll
-                        for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
+                    for (int j = 0; j < NB; j++) kva[j] = *(const ulonglong2 *)s_addr[slot][rb + k0 + j];
 #pragma unroll
-                        for (int j = 0; j < NB; j++) {
-                            const int k = k0 + j;
-                            const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
-                            kv_copy16_kv<decltype(cak)::value, PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
-                                dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
-                        }
+                    for (int j = 0; j < NB; j++) {
+                        const int k = k0 + j;
+                        const uint32_t d = d_wp[k & 7] + (uint32_t)((k >> 3) * 8 * ROW * 2);
+                        kv_copy16_kv<DECODE && (KV_DECODE_CA & 1), PF_K, DECODE && (KV_DECODE_CA & 2), PF_V>(
+                            dk + d, dv + d, kva[j].x, kva[j].y, (uint64_t)my_c0 * 2, nc_wp);
                     }
-                };
-                constexpr bool CAK = DECODE && (KV_DECODE_CA & 1);
-                if (CAK && KV_DECODE_KCG && k_cg) copies(kv_bool<false>{}); /* v105: a paged cache, K by .cg */
-                else copies(kv_bool<CAK>{});
+                }
             } else if (WP) {
 #pragma unroll
                 for (int k = 0; k < CH / 2; k++) {
