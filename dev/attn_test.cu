@@ -697,7 +697,22 @@ static void bench() {
     const int nonew = getenv("KVATTN_BENCH_NONEW") ? 1 : 0, pre_only = getenv("KVATTN_PRE_ONLY") ? 1 : 0;
     const int PD = getenv("KVATTN_BENCH_PD") ? atoi(getenv("KVATTN_BENCH_PD")) : 128;
     printf("decode head dim %d%s, prefill head dim %d\n", HD, nonew ? " (no append)" : "", PD);
-    for (auto &d : decs) {
+    /* KVATTN_DEV_DECS="BxL:page,...": these decodes instead of the list above (forty-seventh session) */
+    std::vector<Dec> mine;
+    if (const char *e = getenv("KVATTN_DEV_DECS")) {
+        for (const char *c = e; *c;) {
+            Dec d = {0, 0, 0};
+            if (sscanf(c, "%dx%d:%d", &d.B, &d.L, &d.page) != 3 || d.B < 1 || d.B > 256 || d.L < 2) {
+                fprintf(stderr, "KVATTN_DEV_DECS: expected BxL:page,... at \"%s\"\n", c);
+                exit(2);
+            }
+            mine.push_back(d);
+            const char *n = strchr(c, ',');
+            c = n ? n + 1 : c + strlen(c);
+        }
+    }
+    const std::vector<Dec> list = mine.empty() ? std::vector<Dec>(decs, decs + sizeof decs / sizeof decs[0]) : mine;
+    for (auto &d : list) {
         if (pre_only) break;
         Problem P = make(d.B, 32, 8, HD, d.page, KVATTN_BF16);
         for (int b = 0; b < d.B; b++) {
