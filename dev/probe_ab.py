@@ -23,7 +23,7 @@ def main():
     for f in sorted(glob.glob(os.path.join(d, "probe_*_*.txt"))):
         build = os.path.basename(f)[len("probe_"):].rsplit("_", 1)[0]
         for line in open(f):
-            m = re.match(r"(\S+ D \d+ \S+( \d+)?) splits auto: ([\d.]+) us", line)
+            m = re.match(r"(\S+ D \d+ \S+( \d+)?( HND)?) splits auto: ([\d.]+) us", line)
             if m:
                 times.setdefault(m.group(1), collections.defaultdict(list))[build].append(float(m.group(3)))
     if not times:

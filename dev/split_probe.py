@@ -4,6 +4,8 @@ forty-first session).
 
   python3 dev/split_probe.py [--rounds R] SPEC ...
   SPEC = BxL:D:page:n1/n2/...   e.g. 16x8192:128:0:0/2   (page 0: contiguous cache; n 0: the automatic split)
+  page with a suffix h (0h, 16h): the cache in the HND layout ([B, Hk, L, D] or [pages, Hk, page, D] in memory,
+  passed as the strided view [B, L, Hk, D] / [pages, page, Hk, D]; forty-seventh session)
 
 bf16, H 32 / Hk 8, one query per sequence, every cache holding L keys. Per spec the inputs are built once; for each
 n a CUDA graph of 20 flash_attn_with_kvcache calls (num_splits=n) is captured, and the graphs are replayed in
@@ -23,7 +25,8 @@ CALLS = 20
 def spec_run(spec, rounds):
     bl, d, page, ns = spec.split(":")
     B, L = (int(x) for x in bl.lower().split("x"))
-    D, page = int(d), int(page)
+    hnd = page.endswith("h")
+    D, page = int(d), int(page.rstrip("h"))
     ns = [int(x) for x in ns.split("/")]
     H, Hk = 32, 8
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -33,10 +36,16 @@ def spec_run(spec, rounds):
         per = (L + page - 1) // page
         perm = torch.randperm(B * per, generator=torch.Generator().manual_seed(2)).to(torch.int32)
         bt = perm.view(B, per).cuda()
-        kc = torch.randn(B * per, page, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g)
+        shape = (B * per, page, Hk, D)
     else:
-        kc = torch.randn(B, L, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g)
-    vc = torch.randn_like(kc)
+        shape = (B, L, Hk, D)
+    if hnd:  # heads outermost in memory: the same logical tensor, strides (.., D, rows * D, 1)
+        hs = (shape[0], shape[2], shape[1], shape[3])
+        kc = torch.randn(hs, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+        vc = torch.randn(hs, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+    else:
+        kc = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
+        vc = torch.randn_like(kc)
     seqlens = torch.full((B,), L, dtype=torch.int32, device="cuda")
     outs, graphs = {}, {}
     for n in ns:
@@ -73,7 +82,7 @@ def spec_run(spec, rounds):
     for n in ns:
         med = statistics.median(times[n])
         diff = (outs[n].float() - ref).abs().max().item()
-        print(f"{bl} D {D} {'page %d' % page if page else 'contig'} splits {n if n else 'auto'}: {med:.1f} us "
+        print(f"{bl} D {D} {'page %d' % page if page else 'contig'}{' HND' if hnd else ''} splits {n if n else 'auto'}: {med:.1f} us "
               f"({min(times[n]):.1f} - {max(times[n]):.1f}), {nbytes / med / 1e6:.2f} TB/s, max diff {diff:.1e}",
               flush=True)
     del graphs, outs, kc, vc
