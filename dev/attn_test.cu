@@ -254,6 +254,17 @@ static void build(Problem &P, bool fill_random = true) {
     p.softmax_lse = P.lse ? P.dlse + 256 : NULL;
     p.lse_head_stride = P.total_q;
     p.lse_row_stride = 1;
+    /* KVATTN_TL_FIXED (forty-seventh session): a batch of one query per sequence and no lse in the fixed mode
+     * (cu_seqlens_q NULL, seqlen_q 1), as flash_attn_with_kvcache and bench_cuda call it; the varlen form of the
+     * same batch launches the prefill kernel too (launch_fast: decode first) */
+    bool one = getenv("KVATTN_TL_FIXED") && !P.lse && P.total_q == B;
+    for (int b = 0; one && b < B; b++) one = P.nq[b] == 1;
+    if (one) {
+        p.cu_seqlens_q = NULL;
+        p.seqlen_q = 1;
+        p.total_q = 0;
+        p.q_batch_stride = p.out_batch_stride = (int64_t)H * D;
+    }
 }
 
 static kv_device_info g_dev;
