@@ -23,9 +23,9 @@ def main():
     for f in sorted(glob.glob(os.path.join(d, "probe_*_*.txt"))):
         build = os.path.basename(f)[len("probe_"):].rsplit("_", 1)[0]
         for line in open(f):
-            m = re.match(r"(\S+ D \d+ \S+( \d+)?( HND)?) splits auto: ([\d.]+) us", line)
+            m = re.match(r"(\S+ D \d+ \S+( \d+)?( HND)?( varlen)?) splits auto: ([\d.]+) us", line)
             if m:
-                times.setdefault(m.group(1), collections.defaultdict(list))[build].append(float(m.group(3)))
+                times.setdefault(m.group(1), collections.defaultdict(list))[build].append(float(m.group(5)))
     if not times:
         sys.exit(f"probe_ab: no probe_<build>_<n>.txt results in {d}")
     for shape, v in times.items():

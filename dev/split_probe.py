@@ -6,6 +6,8 @@ forty-first session).
   SPEC = BxL:D:page:n1/n2/...   e.g. 16x8192:128:0:0/2   (page 0: contiguous cache; n 0: the automatic split)
   page with a suffix h (0h, 16h): the cache in the HND layout ([B, Hk, L, D] or [pages, Hk, page, D] in memory,
   passed as the strided view [B, L, Hk, D] / [pages, page, Hk, D]; forty-seventh session)
+  page with a suffix v (0v, 16v, 0hv): the same step through flash_attn_varlen_func_with_kvcache, q [B, H, D] with
+  cu_seqlens_q = 0, 1, ..., B (the form of bench_cuda's decode rows and of an inflight step's pure-decode call)
 
 bf16, H 32 / Hk 8, one query per sequence, every cache holding L keys. Per spec the inputs are built once; for each
 n a CUDA graph of 20 flash_attn_with_kvcache calls (num_splits=n) is captured, and the graphs are replayed in
@@ -25,6 +27,8 @@ CALLS = 20
 def spec_run(spec, rounds):
     bl, d, page, ns = spec.split(":")
     B, L = (int(x) for x in bl.lower().split("x"))
+    varlen = page.endswith("v")
+    page = page.rstrip("v")
     hnd = page.endswith("h")
     D, page = int(d), int(page.rstrip("h"))
     ns = [int(x) for x in ns.split("/")]
@@ -51,8 +55,15 @@ def spec_run(spec, rounds):
     for n in ns:
         out = torch.empty(B, 1, H, D, device="cuda", dtype=torch.bfloat16)
 
+        cu = torch.arange(B + 1, dtype=torch.int32, device="cuda")
+
         def call(n=n, out=out):
-            kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=bt, num_splits=n, out=out)
+            if varlen:
+                kvattn.flash_attn_varlen_func_with_kvcache(q.view(B, H, D), kc, vc, cu, 1, cache_seqlens=seqlens,
+                                                           block_table=bt, num_splits=n, out=out.view(B, H, D))
+            else:
+                kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=bt, num_splits=n,
+                                               out=out)
         call()
         torch.cuda.synchronize()
         s = torch.cuda.Stream()
@@ -82,7 +93,7 @@ def spec_run(spec, rounds):
     for n in ns:
         med = statistics.median(times[n])
         diff = (outs[n].float() - ref).abs().max().item()
-        print(f"{bl} D {D} {'page %d' % page if page else 'contig'}{' HND' if hnd else ''} splits {n if n else 'auto'}: {med:.1f} us "
+        print(f"{bl} D {D} {'page %d' % page if page else 'contig'}{' HND' if hnd else ''}{' varlen' if varlen else ''} splits {n if n else 'auto'}: {med:.1f} us "
               f"({min(times[n]):.1f} - {max(times[n]):.1f}), {nbytes / med / 1e6:.2f} TB/s, max diff {diff:.1e}",
               flush=True)
     del graphs, outs, kc, vc
