@@ -7,7 +7,8 @@ forty-first session).
   page with a suffix h (0h, 16h): the cache in the HND layout ([B, Hk, L, D] or [pages, Hk, page, D] in memory,
   passed as the strided view [B, L, Hk, D] / [pages, page, Hk, D]; forty-seventh session)
   page with a suffix v (0v, 16v, 0hv): the same step through flash_attn_varlen_func_with_kvcache, q [B, H, D] with
-  cu_seqlens_q = 0, 1, ..., B (the form of bench_cuda's decode rows and of an inflight step's pure-decode call)
+  cu_seqlens_q = 0, 1, ..., B (the form of bench_cuda's decode rows, without their lse, and of an inflight step's
+  pure-decode call; written in the forty-seventh session and not yet run on the GPU)
 
 bf16, H 32 / Hk 8, one query per sequence, every cache holding L keys. Per spec the inputs are built once; for each
 n a CUDA graph of 20 flash_attn_with_kvcache calls (num_splits=n) is captured, and the graphs are replayed in
@@ -54,8 +55,7 @@ def spec_run(spec, rounds):
     outs, graphs = {}, {}
     for n in ns:
         out = torch.empty(B, 1, H, D, device="cuda", dtype=torch.bfloat16)
-
-        cu = torch.arange(B + 1, dtype=torch.int32, device="cuda")
+        cu = torch.arange(B + 1, dtype=torch.int32, device="cuda")  # (the varlen form's cu_seqlens_q)
 
         def call(n=n, out=out):
             if varlen:
@@ -93,7 +93,8 @@ def spec_run(spec, rounds):
     for n in ns:
         med = statistics.median(times[n])
         diff = (outs[n].float() - ref).abs().max().item()
-        print(f"{bl} D {D} {'page %d' % page if page else 'contig'}{' HND' if hnd else ''}{' varlen' if varlen else ''} splits {n if n else 'auto'}: {med:.1f} us "
+        form = ("page %d" % page if page else "contig") + (" HND" if hnd else "") + (" varlen" if varlen else "")
+        print(f"{bl} D {D} {form} splits {n if n else 'auto'}: {med:.1f} us "
               f"({min(times[n]):.1f} - {max(times[n]):.1f}), {nbytes / med / 1e6:.2f} TB/s, max diff {diff:.1e}",
               flush=True)
     del graphs, outs, kc, vc
