@@ -8,7 +8,7 @@ forty-first session).
   passed as the strided view [B, L, Hk, D] / [pages, page, Hk, D]; forty-seventh session)
   page with a suffix v (0v, 16v, 0hv): the same step through flash_attn_varlen_func_with_kvcache, q [B, H, D] with
   cu_seqlens_q = 0, 1, ..., B (the form of bench_cuda's decode rows, without their lse, and of an inflight step's
-  pure-decode call; written in the forty-seventh session and not yet run on the GPU)
+  pure-decode call; forty-seventh session, first run in the forty-eighth: docs/perf/s48/run1)
 
 bf16, H 32 / Hk 8, one query per sequence, every cache holding L keys. Per spec the inputs are built once; for each
 n a CUDA graph of 20 flash_attn_with_kvcache calls (num_splits=n) is captured, and the graphs are replayed in
@@ -52,10 +52,10 @@ def spec_run(spec, rounds):
         kc = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
         vc = torch.randn_like(kc)
     seqlens = torch.full((B,), L, dtype=torch.int32, device="cuda")
+    cu = torch.arange(B + 1, dtype=torch.int32, device="cuda")  # (the varlen form's cu_seqlens_q)
     outs, graphs = {}, {}
     for n in ns:
         out = torch.empty(B, 1, H, D, device="cuda", dtype=torch.bfloat16)
-        cu = torch.arange(B + 1, dtype=torch.int32, device="cuda")  # (the varlen form's cu_seqlens_q)
 
         def call(n=n, out=out):
             if varlen:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# NOT RUN: the session's device time had run out before this call (kept for the next session).
+# NOT RUN in the forty-seventh session (its device time had run out); it ran unchanged as docs/perf/s48/run1.sh.
 # s47 call 10: bench_cuda's decode rows (and an inflight step's pure-decode call) use the varlen form (cu_seqlens_q),
 # which launch_fast runs decode-first with the prefill kernel after the decode kernel; flash_attn_with_kvcache's
 # fixed form launches the decode kernel alone. The shipped library (b103) in graph replay, both forms, 6 processes.
