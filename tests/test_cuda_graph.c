@@ -18,8 +18,8 @@
  * the harness's 8u), each plus the harness's term for the kernels' rounding of the rotated query to the element type
  * (dq = (u/2) q_sens, kvref_forward_sens: scores move by up to dq, so lse by dq and out by 2 max|v| dq, |v| <= 1).
  * Without that term a result within it failed: bf16, rotary 128, lse -0.01488 against -0.01386 (forty-eighth
- * session, KVATTN_TEST_SEED=913149870784; attn_notes.md, forty-ninth session). The worst
- * error over the case, as a fraction of its bound, is kept in *worst (out, lse) for the case's summary line. */
+ * session, KVATTN_TEST_SEED=913149870784; attn_notes.md, forty-ninth session). The worst error over the case, as a
+ * fraction of its bound, is kept in worst[0] (out) and worst[1] (lse) for the case's summary line. */
 static void check_out(const kvt_problem *P, const double *oref, const double *lref, const double *qsens,
                       double worst[2]) {
     const kvattn_params *p = &P->ph;
