@@ -1,6 +1,7 @@
 # conftest.py — makes the working tree's package importable (python/ before any installed kvattn, unless
 # KVATTN_TEST_INSTALLED=1) and provides the array backends: NumPy, torch on the CPU, torch on CUDA. Torch
-# and CUDA backends skip with a reason when torch or a usable CUDA device is absent.
+# and CUDA backends skip with a reason when torch or a usable CUDA device is absent. Inputs are fresh on every
+# run (harness.SEED, from KVATTN_TEST_SEED or random); the seed is printed at the end of the run.
 import os
 import sys
 
@@ -18,7 +19,20 @@ def torch_or_skip():
         import torch
     except ImportError:
         pytest.skip("torch is not installed")
+    import harness
+
+    torch.manual_seed(harness.SEED)  # tests that draw with torch's generator replay with the session seed too
     return torch
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The session seed (inputs are fresh on every run) and how close the checks came to their bounds."""
+    import harness
+
+    w = harness.WORST
+    terminalreporter.write_line(f"kvattn tests: seed={harness.SEED} (replay with KVATTN_TEST_SEED={harness.SEED}); "
+                                f"worst error / bound: out {w['out']:.3f}, lse {w['lse']:.3f}"
+                                + ("  [KVATTN_TEST_MUTANT: the reference drops a key]" if harness.MUTANT else ""))
 
 
 def cuda_or_skip():

@@ -1,8 +1,12 @@
 # harness.py — builds one test case (ragged lengths, a contiguous or paged cache laid out with shuffled pages
 # and non-trivial strides), runs one of kvattn's three functions on NumPy arrays or torch tensors, and checks
 # out, lse and the whole cache against reference.py (written cache rows match, every other byte unchanged).
+# Inputs are fresh on every run: each test draws from fresh_rng(tag), seeded by the session seed (KVATTN_TEST_SEED,
+# else random; conftest.py prints it at the end of the run) and the test's own tag.
 import dataclasses
 import math
+import os
+import secrets
 
 import numpy as np
 
@@ -73,6 +77,28 @@ def rounded(backend, x, dtype):
     return backend.to64(backend.array(x, dtype))
 
 
+def _session_seed():
+    env = os.environ.get("KVATTN_TEST_SEED", "").strip()
+    return int(env, 0) if env else secrets.randbelow(10 ** 12)
+
+
+SEED = _session_seed()
+
+
+def fresh_rng(tag):
+    """The generator of one test (tag: a non-negative int unique among the tests that share inputs' shapes)."""
+    return np.random.default_rng([SEED, tag])
+
+
+# The largest error seen, as a fraction of its bound, over the session's checks (conftest.py prints it).
+WORST = {"out": 0.0, "lse": 0.0}
+
+# KVATTN_TEST_MUTANT=1 makes expected() drop each sequence's first attended key (as a stale length or a wrong
+# page would): a check that still passes then cannot see a one-key error. For checking the checks only.
+MUTANT = os.environ.get("KVATTN_TEST_MUTANT", "") not in ("", "0")
+
+UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+
 TOL = {  # (atol, rtol) for out; lse atol; cache rtol (one rounding of the rotated key)
     "float32": (2e-5, 2e-5, 2e-5, 1e-5),
     "float16": (2e-3, 2e-3, 3e-3, 2e-3),
@@ -112,7 +138,7 @@ class Case:
 
 def build(case, be):
     """Returns a dict with the arrays for the call (backend arrays) and the logical float64 data."""
-    rng = np.random.default_rng(case.seed)
+    rng = fresh_rng(case.seed)
     B, H, Hk, D, dt = case.B, case.H, case.Hk, case.D, case.dtype
     n_q, n_new, S = list(case.n_q), list(case.n_new), list(case.S)
     if case.fn == "varlen":
@@ -259,7 +285,7 @@ def expected(d, be):
     kc, vc = d["k_cache64"].copy(), d["v_cache64"].copy()
     written = np.zeros(kc.shape[:2], dtype=bool)
     store = lambda x: rounded(be, x, c.dtype)  # noqa: E731
-    outs, lses = [], []
+    outs, lses, sens = [], [], []
     for b in range(B):
         S, n_new, L = d["S"][b], d["n_new"][b], d["L"][b]
         addr = d["addr"][b]
@@ -268,18 +294,46 @@ def expected(d, be):
         slopes = None
         if c.alibi:
             slopes = d["alibi64"] if c.alibi == "H" else d["alibi64"][b]
-        o, l, ak, av = reference.sequence(
+        o, l, ak, av, qs, vm = reference.sequence(
             d["q64"][b], logical_k, logical_v, S, L, d["k64"][b] if "k64" in d else None,
             d["v64"][b] if "v64" in d else None, scale=c.scale, causal=c.causal, window=c.window,
             softcap=c.softcap, slopes=slopes, cos=d.get("cos64"), sin=d.get("sin64"),
-            interleaved=c.rotary[1] if c.rotary else True, store=store)
+            interleaved=c.rotary[1] if c.rotary else True, store=store, sens=True)
+        if MUTANT and S + n_new > L:  # the check's own mutant: the first attended key left out
+            o, l = reference.sequence(
+                d["q64"][b], logical_k, logical_v, S, L + 1,
+                d["k64"][b] if "k64" in d else None, d["v64"][b] if "v64" in d else None, scale=c.scale,
+                causal=c.causal, window=c.window, softcap=c.softcap, slopes=slopes, cos=d.get("cos64"),
+                sin=d.get("sin64"), interleaved=c.rotary[1] if c.rotary else True, store=store)[:2]
         outs.append(o)
         lses.append(l)
+        sens.append((qs, vm))
         for t in range(n_new):
             a = addr[S + t]
             kc[a], vc[a] = ak[t], av[t]
             written[a] = True
-    return outs, lses, kc, vc, written
+    return outs, lses, kc, vc, written, sens
+
+
+def assert_close(got, want, atol, rtol, what):
+    """|got - want| <= atol + rtol |want| elementwise (atol may be an array that broadcasts), NaN never close;
+    records the worst error as a fraction of its bound in WORST[kind] (kind: the first word of what)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, want {want.shape}"
+    if not got.size:
+        return
+    bound = np.broadcast_to(atol + rtol * np.abs(want), got.shape)
+    err = np.abs(got - want)
+    ratio = np.where(np.isnan(err), np.inf, err / bound)
+    worst = float(ratio.max())
+    kind = what.split()[0]
+    WORST[kind] = max(WORST.get(kind, 0.0), worst)
+    if not worst <= 1.0:
+        i = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+        bad = int(np.count_nonzero(~(ratio <= 1.0)))
+        raise AssertionError(f"{what}: {bad} of {got.size} elements outside the bound; worst at {tuple(map(int, i))}: "
+                             f"got {got[i]!r}, want {want[i]!r}, err {err[i]:.4g} > bound {bound[i]:.4g} "
+                             f"(seed {SEED})")
 
 
 def check(kvattn, case, be):
@@ -292,11 +346,15 @@ def check(kvattn, case, be):
         if e.status_name == "KVATTN_ERR_UNSUPPORTED" and be.name == "torch-cuda":
             pytest.skip(f"not supported by the CUDA backend: {e.message}")
         raise
-    outs, lses, kc, vc, written = expected(d, be)
+    outs, lses, kc, vc, written, sens = expected(d, be)
     c = case
     atol, rtol, lse_atol, cache_rtol = TOL[c.dtype]
     if be.name == "torch-cuda":  # the tensor-core kernels round probabilities to the element type
         atol, rtol = 2 * atol, 2 * rtol
+    # A backend may round the rotated query to the element type (the CUDA kernels do, for the tensor cores;
+    # DECISIONS.md "Numerics"): each score then moves by up to dq = (u/2) q_sens, the row's lse by dq and its
+    # out by 2 dq max|v| -- the C harness's term (tests/common/harness.c, "tolerances"). Zero without rotary.
+    half_u = 0.5 * UNIT_ROUNDOFF[c.dtype] if c.dtype != "float32" else 0.0
     got = be.to64(out)
     got_lse = be.to64(lse) if lse is not None else None
     for b in range(c.B):
@@ -307,12 +365,13 @@ def check(kvattn, case, be):
             lo, hi = int(d["cu_q"][b]), int(d["cu_q"][b + 1])
             o = got[lo:hi]
             l = got_lse[:, lo:hi] if got_lse is not None else None
-        np.testing.assert_allclose(o, outs[b], atol=atol, rtol=rtol, err_msg=f"out of sequence {b} ({case})")
+        dq = half_u * sens[b][0]  # [n_q, H]
+        assert_close(o, outs[b], atol + (2 * dq * sens[b][1])[:, :, None], rtol,
+                     f"out of sequence {b} ({case})")
         if l is not None:
             assert np.array_equal(np.isneginf(l), np.isneginf(lses[b])), f"lse -inf rows of sequence {b} ({case})"
             fin = np.isfinite(lses[b])
-            np.testing.assert_allclose(l[fin], lses[b][fin], atol=lse_atol, rtol=lse_atol,
-                                       err_msg=f"lse of sequence {b} ({case})")
+            assert_close(l[fin], lses[b][fin], lse_atol + dq.T[fin], lse_atol, f"lse of sequence {b} ({case})")
     for name, exp in (("k_cache", kc), ("v_cache", vc)):
         now = be.to64(d[name])
         if c.fn == "varlen" and c.layout != "paged":

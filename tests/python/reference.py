@@ -25,13 +25,17 @@ def rope(x, positions, cos, sin, interleaved):
 
 
 def sequence(q, cache_k, cache_v, S, L=0, k_new=None, v_new=None, *, scale=None, causal=False, window=(-1, -1),
-             softcap=0.0, slopes=None, cos=None, sin=None, interleaved=True, store=lambda x: x):
+             softcap=0.0, slopes=None, cos=None, sin=None, interleaved=True, store=lambda x: x, sens=False):
     """One sequence of SPEC.md "What one call does".
 
     q [n_q, H, D]; cache_k/cache_v [C, Hk, D]: the sequence's logical cache (position p at row p) before the
     call; S tokens already in it, positions < L ignored; k_new/v_new [n_new, Hk, D]; slopes [H] or None;
     store: rounds a value to the cache's element type (what the cache really holds after the append).
-    Returns (out [n_q, H, D], lse [H, n_q], appended_k [n_new, Hk, D], appended_v [n_new, Hk, D])."""
+    Returns (out [n_q, H, D], lse [H, n_q], appended_k [n_new, Hk, D], appended_v [n_new, Hk, D]); with
+    sens=True also (q_sens [n_q, H], v_max [n_q, H]) for the check's rounding term: q_sens = scale x the
+    largest sum over rotated channels c of |rope(q)_c k_c| over the visible keys (0 without rotary), so a
+    rounding of the rotated query by u/2 relative moves each score by at most (u/2) q_sens (softcap's tanh has
+    slope <= 1), and v_max = the largest |v| over the visible keys."""
     q = np.asarray(q, np.float64)
     n_q, H, D = q.shape
     Hk = cache_k.shape[1]
@@ -61,6 +65,9 @@ def sequence(q, cache_k, cache_v, S, L=0, k_new=None, v_new=None, *, scale=None,
         visible &= j[None, :] >= qpos[:, None] - left
     out = np.zeros((n_q, H, D))
     lse = np.full((H, n_q), -np.inf)
+    q_sens = np.zeros((n_q, H))
+    v_max = np.zeros((n_q, H))
+    R = 2 * cos.shape[1] if cos is not None else 0
     group = H // Hk
     for h in range(H):
         kh = h // group
@@ -77,4 +84,11 @@ def sequence(q, cache_k, cache_v, S, L=0, k_new=None, v_new=None, *, scale=None,
             e = np.exp(score[i] - m)
             lse[h, i] = m + np.log(e.sum())
             out[i, h] = (e / e.sum()) @ vals[:, kh, :]
+            if sens:
+                vis = visible[i]
+                if R:
+                    q_sens[i, h] = scale * np.abs(qr[i, h, None, :R] * keys[vis, kh, :R]).sum(axis=1).max()
+                v_max[i, h] = np.abs(vals[vis, kh, :]).max()
+    if sens:
+        return out, lse, app_k, app_v, q_sens, v_max
     return out, lse, app_k, app_v

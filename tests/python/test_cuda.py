@@ -7,7 +7,7 @@ import pytest
 
 import reference
 from conftest import cuda_or_skip
-from harness import TorchBackend, rounded
+from harness import TorchBackend, fresh_rng, rounded
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def torch():
 def test_decode_step_in_cuda_graph(kvattn, torch):
     be = TorchBackend("cuda")
     dtype, H, Hk, D, ps, B, W = "float16", 8, 2, 64, 16, 4, 8
-    rng = np.random.default_rng(7)
+    rng = fresh_rng(1007)
     cache = kvattn.PagedKVCache(64, ps, Hk, D, torch.float16, device="cuda", max_pages_per_seq=W)
     hist = {}
 
@@ -117,7 +117,7 @@ def test_capture_never_allocates_workspace(kvattn, torch):
 def test_device_status_reports_and_skips_bad_sequence(kvattn, torch):
     be = TorchBackend("cuda")
     dtype, H, Hk, D, C = "float16", 4, 2, 64, 16
-    rng = np.random.default_rng(3)
+    rng = fresh_rng(1003)
     B = 3
     q64 = rounded(be, rng.standard_normal((B, 1, H, D)), dtype)
     k64 = rounded(be, rng.standard_normal((B, 1, Hk, D)), dtype)
@@ -169,7 +169,7 @@ def test_side_stream_status_and_workspace_growth(kvattn, torch):
     under that stream's queued work), and results stay right."""
     be = TorchBackend("cuda")
     dtype, H, Hk, D = "float16", 4, 2, 64
-    rng = np.random.default_rng(5)
+    rng = fresh_rng(1005)
     kc64 = rounded(be, rng.standard_normal((3, 16, Hk, D)), dtype)
     kc, vc = be.array(kc64, dtype), be.array(kc64[::-1].copy(), dtype)
     q64 = rounded(be, rng.standard_normal((3, 1, H, D)), dtype)

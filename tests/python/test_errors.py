@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import cuda_or_skip, torch_or_skip
-from harness import Case, build
+from harness import Case, build, fresh_rng
 
 
 def base_args(be, dtype="float16", layout="paged"):
@@ -300,7 +300,7 @@ def test_numpy_strides_and_alignment(kvattn):
     import harness
 
     be = harness.NumpyBackend()
-    rng = np.random.default_rng(11)
+    rng = fresh_rng(2011)
     q1 = rng.standard_normal((2, 1, 4, 32)).astype(np.float16)  # fixed-length decode: Sq = 1
     kc, vc = (rng.standard_normal((2, 10, 2, 32)).astype(np.float16) for _ in range(2))
     seqlens = be.index([5, 9])
@@ -325,7 +325,7 @@ def test_varlen_func_bad_cu_seqlens_k(kvattn, backend, layout):
     reported under its own name."""
     if backend.name == "torch-cuda":
         pytest.skip("on CUDA, data-dependent failures go to the device status")
-    rng = np.random.default_rng(3)
+    rng = fresh_rng(2003)
     H, Hk, D = 4, 2, 16
     q = backend.array(rng.standard_normal((3, H, D)), "float16")
     cu_q = backend.index([0, 2, 3])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import reference
-from harness import rounded
+from harness import fresh_rng, rounded
 
 
 def make_cache(kvattn, be, num_pages, page_size, Hk, D, dtype="float16", **kw):
@@ -132,7 +132,7 @@ def test_generation_loop(kvattn, backend, page_size):
     dtype = "float16"
     tol = 4e-3 if backend.name == "torch-cuda" else 2e-3
     H, Hk, D = 4, 2, 32
-    rng = np.random.default_rng(page_size)
+    rng = fresh_rng(4000 + page_size)
     c = make_cache(kvattn, backend, num_pages=200 // page_size + 40, page_size=page_size, Hk=Hk, D=D, dtype=dtype)
     hist = {}  # seq id -> (keys [n, Hk, D], values) float64 as stored
     budget = {}
