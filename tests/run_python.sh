@@ -5,6 +5,7 @@
 #   KVATTN_LIBRARY  the libkvattn.so to test (default: build/libkvattn.so of this checkout, built with `make lib`
 #                   if missing); `make test-python` sets it to the library it just built.
 #   PYTHON          the interpreter (default python3). Extra arguments go to pytest (e.g. -k cuda, -x).
+#   KVATTN_TEST_SEED  replays a run: inputs are fresh on every run, and the seed is printed at the end.
 set -u
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
