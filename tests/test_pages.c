@@ -3,13 +3,12 @@
  * randomized stress of thousands of operations checked against a simple model of the pool (fresh on every run;
  * KVATTN_TEST_SEED replays one). */
 #include "kvattn.h"
+#include "harness.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 static int g_passed, g_failed, g_case_failed;
 
@@ -399,7 +398,7 @@ typedef struct model_seq {
     int32_t pages[ST_NUM_PAGES];
 } model_seq;
 
-static uint64_t g_rng = 0x9e3779b97f4a7c15ull; /* xorshift state, from the run's seed (main) */
+static uint64_t g_rng; /* xorshift state, from the run's seed (main) */
 static uint32_t rnd(void) {
     g_rng ^= g_rng << 13;
     g_rng ^= g_rng >> 7;
@@ -567,29 +566,12 @@ static void test_stress(void) {
     }
 }
 
-/* The stress draws fresh operations on every run: the seed is KVATTN_TEST_SEED when set, else from the clock and
- * the process id, and is printed so that a failing run can be replayed. */
-static void seed_rng(void) {
-    const char *env = getenv("KVATTN_TEST_SEED");
-    uint64_t seed;
-    if (env && *env) seed = strtoull(env, NULL, 0);
-    else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        seed = ((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40)) % 1000000000000ull;
-    }
-    printf("test_pages: seed=%llu (replay with KVATTN_TEST_SEED=%llu)\n", (unsigned long long)seed,
-           (unsigned long long)seed);
-    fflush(stdout);
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull; /* splitmix64 finalizer: nearby seeds give unrelated states */
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    g_rng = z ? z : 0x9e3779b97f4a7c15ull; /* xorshift needs a nonzero state */
-}
-
 int main(void) {
-    seed_rng();
+    /* the stress draws fresh operations on every run: the harness's seed (KVATTN_TEST_SEED, else the clock),
+     * printed so that a failing run can be replayed */
+    kvt_init("test_pages");
+    g_rng = kvt_rand_u64();
+    if (!g_rng) g_rng = 0x9e3779b97f4a7c15ull; /* xorshift needs a nonzero state */
     run_case("create_bad_args", test_create_bad_args);
     run_case("empty_pool", test_empty_pool);
     run_case("append_counts", test_append_counts);
