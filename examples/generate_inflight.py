@@ -495,7 +495,7 @@ class DecodeGraphs:
         dev = eng.device
         assert cache.free_pages() == cache.num_pages, "capture needs an empty cache"
         if not emulate:
-            kvattn.reserve_workspace(256 << 20, device=dev)  # never grown later: no graph points at a freed one
+            kvattn.reserve_workspace(256 << 20, device=dev, graph=True)  # the captures use it, not the graph pool
         for B in range(1, slots + 1):
             st = dict(ids=torch.full((B,), 3, dtype=torch.long, device=dev),
                       cu=torch.arange(B + 1, dtype=torch.int32, device=dev),

@@ -33,9 +33,15 @@ count() { echo "$summary" | grep -oE "[0-9]+ $1" | head -1 | grep -oE '^[0-9]+' 
 passed=$(count passed)
 failed=$(( $(count failed) + $(count errors) + $(count error) ))
 skipped=$(count skipped)
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "$failed" -eq 0 ]; then
+if [ "$rc" -ne 0 ] && { [ "$rc" -ne 5 ] || [ $# -eq 0 ]; } && [ "$failed" -eq 0 ]; then
     failed=1 # pytest itself failed (collection or usage error) without a summary of failures
 fi
 echo "python: $passed passed, $failed failed, $skipped skipped"
-[ "$rc" -eq 5 ] && exit 0 # no test collected is not a failure of the code
+if [ "$rc" -eq 5 ]; then
+    # pytest collected nothing: fine when the caller's arguments select tests (-k, a file), a failure otherwise
+    # (the suite itself went missing)
+    [ $# -gt 0 ] && exit 0
+    echo "python tests: pytest collected no test"
+    exit 1
+fi
 exit "$rc"

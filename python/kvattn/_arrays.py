@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from ._lib import F16, F32, BF16, KvattnArgumentError, KvattnTypeError
+from ._lib import ERR_UNSUPPORTED, F16, F32, BF16, KvattnArgumentError, KvattnError, KvattnTypeError
 
 try:  # NumPy has no bfloat16; ml_dtypes provides one when installed
     import ml_dtypes as _ml_dtypes
@@ -115,6 +115,11 @@ class Call:
                 raise KvattnArgumentError(f"{name}: required, got None")
             return None
         a = Arr(obj, name)
+        if a.kind == "torch" and obj.requires_grad and _torch().is_grad_enabled():
+            # kvattn has no backward: an output that silently drops out of the autograd graph would train wrong
+            raise KvattnError(ERR_UNSUPPORTED, f"{name}: requires grad, but kvattn computes the forward pass only "
+                                               f"(no backward); call it under torch.no_grad() or "
+                                               f"torch.inference_mode(), or pass {name}.detach()", self.function)
         if self.first is None:
             self.kind, self.device, self.first = a.kind, a.device, a
         else:

@@ -1,15 +1,20 @@
-# _cuda.py — what a CUDA call needs from torch: the per-device workspace (cached, grown as needed, never
-# allocated while a CUDA graph is being captured), the launch on torch's current stream, and the reading of
-# the device-side status record that the CUDA backend writes into the workspace on every call.
+# _cuda.py — what a CUDA call needs from torch: the workspaces (one per device and stream for eager calls, one
+# per device for calls captured in CUDA graphs; cached, grown as needed), the launch on torch's current stream,
+# and the reading of the device-side status record that the CUDA backend writes into the workspace of every call.
 import ctypes
 import sys
 
-from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, ERR_WORKSPACE, DeviceStatusRecord, KvattnArgumentError,
-                   KvattnError, check, lib)
+from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, DeviceStatusRecord, KvattnArgumentError, KvattnError, check, lib)
 
 _MIB = 1 << 20
-_workspaces = {}  # CUDA device index -> torch.uint8 tensor (the cached workspace of that device)
-_ws_streams = {}  # CUDA device index -> the streams (cuda_stream handles) the cached workspace was used on
+# A workspace holds a call's split partials, work lists and status record, so two calls that may run at the same
+# time must not share one. Eager calls on one stream run one after another: each (device, stream) has its own.
+# Captured calls replay on whatever stream replay() is called on, so they never use an eager workspace: the calls
+# captured on a device share that device's graph workspace (replays of graphs on one device must then not
+# overlap, which is already so for any tensor a graph reads and writes).
+_workspaces = {}  # (device index, cuda_stream handle) -> torch.uint8 tensor: the eager workspace of that stream
+_graph_ws = {}    # device index -> torch.uint8 tensor: the workspace of the calls captured in CUDA graphs
+_last = {}        # (device index, cuda_stream handle) -> the workspace the last call on that stream used
 _captured = []    # workspaces a captured CUDA graph refers to: kept alive for as long as the process runs
 
 
@@ -32,45 +37,56 @@ def _device_index(device):
     return d.index if d.index is not None else torch.cuda.current_device()
 
 
-def _workspace(torch, index, nbytes):
-    """The cached workspace of device `index`, grown to at least nbytes. During CUDA graph capture it is never
-    (re)allocated: an allocation made inside a capture belongs to the graph's private pool and must not be
-    cached, so a too small workspace there is an error that says how to avoid it."""
-    ws = _workspaces.get(index)
+def _stream(torch, index, stream):
+    """The torch.cuda.Stream named by `stream` (default: the current stream of device `index`), checked."""
+    if stream is None:
+        return torch.cuda.current_stream(index)
+    if not isinstance(stream, torch.cuda.Stream):
+        raise KvattnArgumentError(f"stream: expected a torch.cuda.Stream, got {type(stream).__name__}")
+    if stream.device.index != index:
+        raise KvattnArgumentError(f"stream: is on cuda:{stream.device.index} but the device is cuda:{index}")
+    return stream
+
+
+def _workspace(torch, index, stream, nbytes, graph):
+    """The cached workspace for a call on `stream` of device `index` (graph: the device's graph workspace),
+    grown to at least nbytes. The torch allocator ties a block to the stream current when it was allocated and
+    reuses a freed block on that stream only, in stream order: an eager workspace, allocated and used on its
+    own stream, can be dropped when it grows while its last calls are still queued. A graph workspace is never
+    dropped once a capture used it (_captured). Allocated during a capture, it comes from the graph's private
+    memory pool and stays allocated for the graph's replays."""
+    cache, key = (_graph_ws, index) if graph else (_workspaces, (index, stream.cuda_stream))
+    ws = cache.get(key)
     if ws is not None and ws.numel() >= nbytes:
         return ws
-    if torch.cuda.is_current_stream_capturing():
-        have = 0 if ws is None else ws.numel()
-        raise KvattnError(
-            ERR_WORKSPACE,
-            f"this call needs a workspace of {nbytes} bytes on cuda:{index} but the cached one has {have} and a "
-            f"CUDA graph is being captured, when kvattn never allocates: run the same call once before the "
-            f"capture (warm-up) or call kvattn.reserve_workspace({nbytes}, device={index}) first",
-            "kvattn_forward")
     size = max(_MIB, (nbytes + _MIB - 1) // _MIB * _MIB)
-    # the old workspace may still be read by kernels queued on the streams that used it: launch() marked it
-    # with record_stream for each of them, so the caching allocator reuses its memory only after that work. A
-    # workspace that a captured graph uses stays alive in _captured: replays keep using it, eager calls use the
-    # new one.
-    ws = torch.empty(size, dtype=torch.uint8, device=f"cuda:{index}")
-    _workspaces[index] = ws
-    _ws_streams[index] = set()
+    with torch.cuda.stream(stream):  # allocated on the stream that uses it (see above)
+        ws = torch.empty(size, dtype=torch.uint8, device=f"cuda:{index}")
+    cache[key] = ws
     return ws
 
 
-def reserve_workspace(nbytes, device=None):
-    """Makes sure the cached workspace of `device` (default: the current CUDA device) has at least `nbytes`
-    bytes, allocating it now. Call it before capturing a CUDA graph when the first captured call would need
-    a larger workspace than any call made before (kvattn never allocates during a capture).
-    Returns the workspace tensor (torch.uint8, 1-D)."""
+def reserve_workspace(nbytes, device=None, stream=None, graph=False):
+    """Makes sure a workspace of at least `nbytes` bytes is allocated now: the one of `stream` (default: the
+    current stream) of `device` (default: the current CUDA device), or with graph=True the device's graph
+    workspace, which every call captured in a CUDA graph uses. A capture that finds the graph workspace too
+    small allocates a larger one from the graph's private memory pool; reserving it first keeps that memory out
+    of the pool. Returns the workspace tensor (torch.uint8, 1-D)."""
     torch = _torch()
     index = _device_index(device)
-    return _workspace(torch, index, int(nbytes))
+    with torch.cuda.device(index):
+        return _workspace(torch, index, _stream(torch, index, stream), int(nbytes), bool(graph))
 
 
-def workspace(device=None):
-    """Returns the cached workspace tensor of `device` (torch.uint8), or None before the first CUDA call."""
-    return _workspaces.get(_device_index(device))
+def workspace(device=None, stream=None, graph=False):
+    """The workspace tensor (torch.uint8) of `stream` (default: the current stream) of `device`, or with
+    graph=True the device's graph workspace; None before the first call that used it."""
+    torch = _torch()
+    index = _device_index(device)
+    if graph:
+        return _graph_ws.get(index)
+    with torch.cuda.device(index):
+        return _workspaces.get((index, _stream(torch, index, stream).cuda_stream))
 
 
 def launch(params_ref, device_index):
@@ -79,20 +95,14 @@ def launch(params_ref, device_index):
     with torch.cuda.device(device_index):
         nbytes = ctypes.c_size_t(0)
         check(lib.kvattn_workspace_size(params_ref, BACKEND_CUDA, ctypes.byref(nbytes)), "kvattn_workspace_size")
-        ws = _workspace(torch, device_index, nbytes.value)
         current = torch.cuda.current_stream(device_index)
-        stream = current.cuda_stream
-        if torch.cuda.is_current_stream_capturing():
-            if not any(w is ws for w in _captured):
-                _captured.append(ws)
-        else:
-            seen = _ws_streams.setdefault(device_index, set())
-            if stream not in seen:
-                # the workspace may be dropped (grown) later while this stream still has work queued that uses it
-                ws.record_stream(current)
-                seen.add(stream)
+        capturing = torch.cuda.is_current_stream_capturing()
+        ws = _workspace(torch, device_index, current, nbytes.value, capturing)
+        if capturing and not any(w is ws for w in _captured):
+            _captured.append(ws)
+        _last[(device_index, current.cuda_stream)] = ws
         check(lib.kvattn_forward(params_ref, BACKEND_CUDA, ctypes.c_void_p(ws.data_ptr()), ws.numel(),
-                                 ctypes.c_void_p(stream)), "kvattn_forward")
+                                 ctypes.c_void_p(current.cuda_stream)), "kvattn_forward")
 
 
 class DeviceStatus:
@@ -119,56 +129,62 @@ class DeviceStatus:
                 f"first_failed={self.first_failed})")
 
 
-def _cached(index, ws=None):
-    if ws is not None:
+def _status_workspace(torch, index, workspace, stream, graph):
+    """The workspace whose status record is read: `workspace` if given, else the device's graph workspace
+    (graph=True), else the one the last call on `stream` used (an eager call's, or during a capture the graph
+    workspace)."""
+    if workspace is not None:
+        return workspace
+    if graph:
+        ws = _graph_ws.get(index)
+        if ws is None:
+            raise KvattnArgumentError(f"graph: no kvattn call has been captured on cuda:{index}, so there is no "
+                                      f"graph status")
         return ws
-    ws = _workspaces.get(index)
+    ws = _last.get((index, stream.cuda_stream))
     if ws is None:
-        raise KvattnArgumentError(f"device: no kvattn CUDA call has run on cuda:{index} yet, so there is no status")
+        raise KvattnArgumentError(f"stream: no kvattn CUDA call has run on this stream of cuda:{index} yet, so "
+                                  f"there is no status (pass stream= the stream the call ran on)")
     return ws
 
 
-def device_status(device=None, workspace=None, stream=None):
-    """Reads the status record of the last CUDA call on `device` (default: current device). This waits for
-    `stream` (default: torch's current stream of that device) to reach that point (a stream synchronization):
-    pass the stream the call ran on if it is not the current one, or the read may not wait for the call.
-    Returns a DeviceStatus. workspace: read this workspace tensor instead of the device's cached one (e.g. the
-    one a CUDA graph was captured with, `kvattn.workspace()` taken right after the capture, if the cache grew
-    since)."""
+def device_status(device=None, workspace=None, stream=None, graph=False):
+    """Reads the status record of the last CUDA call on `stream` (default: torch's current stream) of `device`
+    (default: the current device), waiting for that stream to reach that point (a stream synchronization).
+    graph=True reads the status of the last replayed graph call on the device instead (the graph workspace;
+    still synchronizing `stream`: pass the stream the graph was replayed on). workspace: read this workspace
+    tensor's record instead (e.g. one that `kvattn.workspace(graph=True)` returned right after a capture, if the
+    graph workspace grew since). Returns a DeviceStatus."""
     torch = _torch()
     index = _device_index(device)
-    ws = _cached(index, workspace)
     rec = DeviceStatusRecord()
     with torch.cuda.device(index):
-        if stream is None:
-            stream = torch.cuda.current_stream(index)
-        if not isinstance(stream, torch.cuda.Stream):
-            raise KvattnArgumentError(f"stream: expected a torch.cuda.Stream, got {type(stream).__name__}")
-        if stream.device.index != index:
-            raise KvattnArgumentError(f"stream: is on cuda:{stream.device.index} but the status is read on cuda:{index}")
-        stream = stream.cuda_stream
-        check(lib.kvattn_device_status_read(ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(stream),
+        st = _stream(torch, index, stream)
+        ws = _status_workspace(torch, index, workspace, st, graph)
+        check(lib.kvattn_device_status_read(ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(st.cuda_stream),
                                             ctypes.byref(rec)), "kvattn_device_status_read")
     return DeviceStatus(rec.flags, rec.num_failed, rec.first_failed)
 
 
-def device_status_tensor(device=None, workspace=None):
+def device_status_tensor(device=None, workspace=None, stream=None, graph=False):
     """Non-blocking: returns an int32 CUDA tensor of 4 elements [flags, num_failed, first_failed, reserved]
-    that is a VIEW of the status record inside the cached workspace (at kvattn_device_status_offset()).
-    Every later CUDA call on the device overwrites it (stream-ordered), so copy it (e.g.
+    that is a VIEW of the status record inside a workspace: the one the last call on `stream` (default: the
+    current stream) used (during a capture, the graph workspace), or as device_status() says for graph= and
+    workspace=. Every later call that uses that workspace overwrites it (stream-ordered), so copy it (e.g.
     ``.clone()`` or ``.to('cpu', non_blocking=True)`` into pinned memory) right after the call you want to
     check. A view taken before the workspace grew keeps pointing at the old one: take it after the call."""
+    torch = _torch()
     index = _device_index(device)
-    ws = _cached(index, workspace)
+    with torch.cuda.device(index):
+        ws = _status_workspace(torch, index, workspace, _stream(torch, index, stream), graph)
     off = int(lib.kvattn_device_status_offset())
-    return ws[off:off + ctypes.sizeof(DeviceStatusRecord)].view(_torch().int32)
+    return ws[off:off + ctypes.sizeof(DeviceStatusRecord)].view(torch.int32)
 
 
-def check_device_status(device=None, workspace=None, stream=None):
+def check_device_status(device=None, workspace=None, stream=None, graph=False):
     """Reads the status (synchronizing `stream`, as device_status) and raises KvattnError(KVATTN_ERR_BAD_DATA) if
-    any sequence of the last CUDA call on `device` failed its data checks and was skipped. Returns the
-    DeviceStatus otherwise."""
-    st = device_status(device, workspace, stream)
+    any sequence of that call failed its data checks and was skipped. Returns the DeviceStatus otherwise."""
+    st = device_status(device, workspace, stream, graph)
     if not st.ok:
         from ._lib import ERR_BAD_DATA
 

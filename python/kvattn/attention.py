@@ -3,6 +3,7 @@
 # go to the CPU backend, CUDA tensors to the CUDA backend on torch's current stream.
 # B sequences, H query heads, Hk key/value heads, D head dim.
 import ctypes
+import operator
 
 from . import _cuda
 from ._arrays import (Call, need_float, need_index_vector, need_int32, need_last_contiguous, need_ndim,
@@ -36,17 +37,22 @@ _DIFFERENCES = """
       reads device data, so the failing sequence is skipped (its cache rows and outputs untouched), the other
       sequences are computed, and the failure is recorded in the device status: read it with
       kvattn.device_status() / kvattn.check_device_status() (synchronizing) or device_status_tensor().
-    - CUDA calls run on torch.cuda.current_stream() with a workspace cached per device. They are capturable
-      in a CUDA graph provided the workspace is large enough before the capture (run the step once first, or
-      call kvattn.reserve_workspace()): kvattn never allocates it during a capture. Passing an int as
-      cache_seqlens (or None) creates a small tensor each call; pass an int32 tensor inside graphs.
+    - CUDA calls run on torch.cuda.current_stream() with a workspace cached per device and stream, so calls on
+      two streams may run at the same time. They are capturable in a CUDA graph: captured calls use the
+      device's graph workspace (allocated from the graph's pool if the capture finds it too small, or before
+      with kvattn.reserve_workspace(n, graph=True)). Passing an int as cache_seqlens (or None) creates a small
+      tensor each call; pass an int32 tensor inside graphs.
+    - Forward only: with grad mode on, an input tensor that requires grad is refused (KVATTN_ERR_UNSUPPORTED);
+      call under torch.no_grad() or torch.inference_mode().
 """
 
 
 def _opt_int(name, value):
+    # operator.index, not int(): 2.7 or "3" is a caller's mistake, not a window of 2 or 3 (NumPy integers and
+    # one-element integer tensors are ints)
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        return operator.index(value)
+    except TypeError:
         raise KvattnTypeError(f"{name}: expected an int, got {value!r}") from None
 
 
@@ -114,6 +120,8 @@ def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new):
         if have_new:
             raise KvattnArgumentError("cache_seqlens: required when k/v (new tokens) are given")
         value = capacity
+    elif isinstance(cache_seqlens, (bool, np.bool_)):
+        raise KvattnTypeError(f"cache_seqlens: expected an int32 tensor [B] or an int, got {cache_seqlens!r}")
     elif isinstance(cache_seqlens, (int, np.integer)):
         value = _opt_int("cache_seqlens", cache_seqlens)
         if not INT32_MIN <= value <= INT32_MAX:
@@ -215,7 +223,10 @@ def _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, nu
         raise KvattnArgumentError(f"window_size: expected a pair (left, right), got {window_size!r}") from None
     p.window_left, p.window_right = _opt_int("window_size[0]", left), _opt_int("window_size[1]", right)
     p.causal = 1 if causal else 0
-    p.softcap = float(softcap or 0.0)
+    try:
+        p.softcap = float(softcap or 0.0)
+    except (TypeError, ValueError):
+        raise KvattnTypeError(f"softcap: expected a float (0 = off), got {softcap!r}") from None
     p.num_splits = _opt_int("num_splits", num_splits or 0)
     p.batch_invariant = 1 if batch_invariant else 0
 

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ._arrays import Arr, _np_dtype
+from ._arrays import Arr, _np_dtype, need_writable
 from ._lib import INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
 
 _CACHE_DTYPES = ("float16", "bfloat16", "float32")
@@ -62,8 +62,10 @@ class PagedKVCache:
         is_torch_dtype = torch is not None and isinstance(dtype, torch.dtype)
         name = str(dtype).replace("torch.", "") if is_torch_dtype else None
         if not is_torch_dtype:
+            # every spelling numpy.dtype accepts ("f2", "half", "<f4", np.float32, ml_dtypes.bfloat16), reduced to
+            # its name; "bfloat16" is taken as a name even without ml_dtypes, which is then asked for below
             try:
-                name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+                name = "bfloat16" if isinstance(dtype, str) and dtype == "bfloat16" else np.dtype(dtype).name
             except TypeError:
                 raise KvattnTypeError(f"dtype: {dtype!r} is not a dtype") from None
         if name not in _CACHE_DTYPES:
@@ -75,9 +77,12 @@ class PagedKVCache:
         if is_torch_dtype:
             if device is None:
                 device = "cuda" if torch.cuda.is_available() else "cpu"
-            self.kind, self.device = "torch", torch.device(device)
-            self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)
-            self.v_cache = torch.zeros(shape, dtype=dtype, device=self.device)
+            self.kind = "torch"
+            self.k_cache = torch.zeros(shape, dtype=dtype, device=device)
+            self.v_cache = torch.zeros(shape, dtype=dtype, device=device)
+            # the device the caches landed on, with its index ("cuda" means the GPU current now; tables() must
+            # keep using this one even when another GPU is current later)
+            self.device = self.k_cache.device
         else:
             if device not in (None, "cpu"):
                 raise KvattnArgumentError(f"device: {device!r} needs a torch dtype; NumPy arrays live on the CPU")
@@ -259,6 +264,9 @@ class PagedKVCache:
             if a.ndim != ndim or a.shape[0] < B:
                 raise KvattnArgumentError(f"{a.name}: shape {list(a.shape)} must have {ndim} dimension(s) and at least "
                                           f"B={B} rows (rows past B are set to an empty sequence: -1 pages, length 0)")
+            if self.kind == "torch" and a.device != str(self.device):
+                raise KvattnArgumentError(f"{a.name}: is on {a.device} but the caches are on {self.device}")
+            need_writable(a)  # checked here, before step() appends: a buffer that cannot take the tables fails first
         if bt_a.shape[1] < 1:
             raise KvattnArgumentError(f"out[0] (block_table): width {bt_a.shape[1]} must be >= 1")
         return bt_a.shape[1], "out"

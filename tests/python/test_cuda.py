@@ -1,7 +1,8 @@
 # test_cuda.py — what only a GPU shows: a decode step captured in a torch.cuda.CUDAGraph and replayed with new
 # lengths and block tables (checked against the reference each replay), the device-side status of a call
 # with a failing sequence (the others computed, the failing one's cache untouched), the non-blocking status
-# view, and the workspace rule under capture. Skips cleanly without torch, CUDA or a CUDA-built libkvattn.
+# view, the workspaces (one per stream for eager calls, so that calls on two streams may overlap; a separate one
+# for captured calls). Skips cleanly without torch, CUDA or a CUDA-built libkvattn.
 import numpy as np
 import pytest
 
@@ -91,27 +92,92 @@ def test_decode_step_in_cuda_graph(kvattn, torch):
         data = load_step()
         g.replay()
         verify(data, f"replay {step}")
-    assert kvattn.device_status().ok
+    assert kvattn.device_status(graph=True).ok
+    assert kvattn.workspace(graph=True) is not kvattn.workspace()  # replays never share an eager workspace
 
 
-def test_capture_never_allocates_workspace(kvattn, torch):
+def test_capture_uses_the_graph_workspace(kvattn, torch):
+    """A capture with no graph workspace yet allocates one (from the graph's pool) and keeps it for the replays;
+    the graph's status is read with graph=True, apart from the eager calls' status."""
     be = TorchBackend("cuda")
     dev = torch.cuda.current_device()
-    q = torch.randn(2, 1, 4, 64, dtype=torch.float16, device="cuda")
-    kc = torch.randn(2, 32, 2, 64, dtype=torch.float16, device="cuda")
-    vc = torch.randn_like(kc)
+    rng = fresh_rng(1011)
+    q = be.array(rounded(be, rng.standard_normal((2, 1, 4, 64)), "float16"), "float16")
+    kc = be.array(rounded(be, rng.standard_normal((2, 32, 2, 64)), "float16"), "float16")
+    vc = be.array(rounded(be, rng.standard_normal((2, 32, 2, 64)), "float16"), "float16")
     sl = be.index([3, 9])
-    kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)  # eager: initializes the library's CUDA state
+    want = kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)  # eager: also loads the kernels
     torch.cuda.synchronize()
-    kvattn._cuda._workspaces.pop(dev, None)  # then start the capture with no cached workspace
+    kvattn._cuda._graph_ws.pop(dev, None)  # then capture with no graph workspace
+    out = torch.empty_like(q)
+    bad_sl = be.index([3, 33])  # sequence 1 past its capacity of 32: skipped and flagged in the graph's status
+    bad_out = torch.full_like(q, 7.0)
     g = torch.cuda.CUDAGraph()
-    with pytest.raises(kvattn.KvattnError) as info:
-        with torch.cuda.graph(g):
-            kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)
-    assert info.value.status_name == "KVATTN_ERR_WORKSPACE" and "reserve_workspace" in info.value.message
+    with torch.cuda.graph(g):
+        kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl, out=out)
+        kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=bad_sl, out=bad_out)
+    ws = kvattn.workspace(graph=True)
+    assert ws is not None and any(w is ws for w in kvattn._cuda._captured)
+    kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl)  # an eager call: its own status, ok
+    out.fill_(float("nan"))
+    g.replay()
+    assert torch.equal(out, want)  # deterministic: the replay gives the eager call's bits
+    assert bool((bad_out[1] == 7.0).all())  # sequence 1 skipped: its output untouched
+    assert torch.allclose(bad_out[0].float(), want[0].float(), atol=4e-3, rtol=4e-3)  # the other one computed
+    st = kvattn.device_status(graph=True)
+    assert not st.ok and st.first_failed == 1 and "CAPACITY" in st.reasons, st
+    assert kvattn.device_status().ok  # the eager call's record, in its own workspace
+    ws2 = kvattn.reserve_workspace(ws.numel() + (1 << 20), graph=True)  # grows: the graph keeps the old one
+    assert ws2 is kvattn.workspace(graph=True) and ws2 is not ws
+    out.fill_(float("nan"))
+    g.replay()
+    assert torch.equal(out, want)
+    assert not kvattn.device_status(workspace=ws).ok
+
+
+def test_two_streams_at_once(kvattn, torch):
+    """Calls queued on two streams at once (each with its own workspace) give the bits that the same calls give
+    one after another. With one workspace shared by both streams, overlapping calls would mix their split
+    partials: this test fails on that (measured by running it against the shared-workspace package)."""
+    be = TorchBackend("cuda")
+    rng = fresh_rng(1013)
+    # calls of ~0.1 ms each (8 x 16k keys read), longer than the host's time to queue one: the streams overlap
+    B, H, Hk, D, C, n = 8, 32, 8, 128, 16384, 16
+    kc = torch.randn(B, C, Hk, D, dtype=torch.bfloat16, device="cuda")
+    vc = torch.randn(B, C, Hk, D, dtype=torch.bfloat16, device="cuda")
+    inputs = [(be.array(rounded(be, rng.standard_normal((B, 1, H, D)), "bfloat16"), "bfloat16"),
+               be.index([int(x) for x in rng.integers(C // 2, C + 1, B)])) for _ in range(n)]
+
+    def call(i, out, lse):
+        q, sl = inputs[i]
+        o, l = kvattn.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=sl, num_splits=8, return_softmax_lse=True,
+                                              out=out)
+        lse.copy_(l)
+
+    want = [(torch.empty(B, 1, H, D, dtype=torch.bfloat16, device="cuda"),
+             torch.empty(B, H, 1, dtype=torch.float32, device="cuda")) for _ in range(n)]
+    for i in range(n):
+        call(i, *want[i])
     torch.cuda.synchronize()
-    ws = kvattn.reserve_workspace(1 << 20)
-    assert ws.numel() >= 1 << 20 and kvattn.workspace() is ws
+    got = [(torch.full_like(o, float("nan")), torch.full_like(l, float("nan"))) for o, l in want]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    for rep in range(4):
+        for i in range(n):  # alternate: call i on stream i % 2, nothing ordering the two streams
+            with torch.cuda.stream(streams[i % 2]):
+                call(i, *got[i])
+        for s in streams:
+            torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        bad = [i for i in range(n) if not (torch.equal(got[i][0], want[i][0]) and torch.equal(got[i][1], want[i][1]))]
+        assert not bad, f"round {rep}: calls {bad} differ from the same calls run one after another"
+        for s in streams:
+            assert kvattn.device_status(stream=s).ok
+        for o, l in got:
+            o.fill_(float("nan"))
+            l.fill_(float("nan"))
+    assert kvattn.workspace(stream=streams[0]) is not kvattn.workspace(stream=streams[1])
 
 
 def test_device_status_reports_and_skips_bad_sequence(kvattn, torch):
@@ -165,8 +231,7 @@ def test_bad_page_index_on_device(kvattn, torch):
 
 def test_side_stream_status_and_workspace_growth(kvattn, torch):
     """A call on a side stream: its status is read by passing that stream; then a larger call on the default
-    stream grows the workspace (the old one was marked as used by the side stream, so its memory is not reused
-    under that stream's queued work), and results stay right."""
+    stream grows that stream's workspace, and results stay right."""
     be = TorchBackend("cuda")
     dtype, H, Hk, D = "float16", 4, 2, 64
     rng = fresh_rng(1005)
@@ -188,7 +253,9 @@ def test_side_stream_status_and_workspace_growth(kvattn, torch):
     with pytest.raises(ValueError, match="stream"):
         kvattn.device_status(stream=42)
     torch.cuda.current_stream().wait_stream(side)
+    kvattn.flash_attn_with_kvcache(be.array(q64, dtype), kc, vc, cache_seqlens=be.index([4, 16, 7]))
     old = kvattn.workspace()
+    assert old is not None and old is not kvattn.workspace(stream=side)
     big = torch.randn(64, 1, 32, 128, dtype=torch.float16, device="cuda")
     bkc = torch.randn(64, 512, 8, 128, dtype=torch.float16, device="cuda")
     out = kvattn.flash_attn_with_kvcache(big, bkc, bkc, cache_seqlens=be.index([511] * 64), num_splits=8)

@@ -69,6 +69,10 @@ ARG_ERRORS = [
     ("seqlens-len", lambda a, be, d: a.update(cache_seqlens=be.index([1, 2, 3])), ValueError,
      ["cache_seqlens:", "[2]"], None),
     ("out-shape", lambda a, be, d: a.update(out=a["out"][:2]), ValueError, ["out:", "shape"], None),
+    # ints are taken with operator.index: a float or a string is a mistake, not a silently truncated int
+    ("window-float", lambda a, be, d: a.update(window_size=(2.7, -1)), TypeError, ["window_size[0]", "2.7"], None),
+    ("splits-string", lambda a, be, d: a.update(num_splits="3"), TypeError, ["num_splits", "'3'"], None),
+    ("softcap-string", lambda a, be, d: a.update(softcap="x"), TypeError, ["softcap"], None),
     ("q-noncontig", lambda a, be, d: a.update(q=noncontig_last(be, a["q"])), ValueError,
      ["q:", "last dimension", "contiguous"], None),
     ("kcache-noncontig", lambda a, be, d: a.update(k_cache=noncontig_last(be, a["k_cache"])), ValueError,
@@ -345,3 +349,37 @@ def test_varlen_func_bad_cu_seqlens_k(kvattn, backend, layout):
         assert info.value.status_name == "KVATTN_ERR_BAD_DATA"
         for w in words:
             assert w in str(info.value), str(info.value)
+
+
+def test_requires_grad_is_refused(kvattn, backend):
+    """kvattn has no backward: with grad mode on, an input that requires grad is refused (an output that
+    silently left the autograd graph would train wrong); under no_grad the same call runs."""
+    if backend.name == "numpy":
+        pytest.skip("NumPy arrays have no autograd")
+    import torch
+
+    args, d = base_args(backend)
+    args["q"] = args["q"].clone().requires_grad_(True)
+    e = run_and_expect(kvattn, backend, args, kvattn.KvattnError, ["q:", "requires grad", "no_grad"],
+                       "KVATTN_ERR_UNSUPPORTED")
+    assert e.function == "flash_attn_varlen_func_with_kvcache"
+    with torch.no_grad():
+        kvattn.flash_attn_varlen_func_with_kvcache(**args)
+
+
+def test_nothing_printed(kvattn, backend, capfd):
+    """The library never prints (SPEC.md "Bad input"): a valid call, argument errors found in Python and in C,
+    and a bad-data call leave stdout and stderr (file descriptors 1 and 2, where C output goes) empty."""
+    args, d = base_args(backend)
+    kvattn.flash_attn_varlen_func_with_kvcache(**args)
+    bad_calls = [dict(args, softcap="x"), dict(args, window_size=(1, 2, 3)), dict(args, cache_seqlens=None)]
+    if backend.name != "torch-cuda":  # data errors raise on the CPU (on CUDA they go to the device status)
+        bad_calls.append(dict(args, cache_seqlens=backend.index([5, 100])))
+    for bad in bad_calls:
+        with pytest.raises(kvattn.KvattnError):
+            kvattn.flash_attn_varlen_func_with_kvcache(**bad)
+    c = kvattn.PagedKVCache(2, 4, 1, 8, "float16")
+    with pytest.raises(kvattn.KvattnError):
+        c.step([c.add_seq()], [100])
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", f"printed: {out!r} {err!r}"

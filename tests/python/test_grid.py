@@ -26,7 +26,8 @@ def grid():
     for causal, window, softcap, alibi in ((False, (-1, -1), 0.0, None), (True, (4, -1), 0.0, None),
                                            (False, (3, 2), 0.0, None), (False, (-1, -1), 5.0, None),
                                            (True, (-1, -1), 0.0, "H"), (False, (-1, -1), 0.0, "BH"),
-                                           (True, (6, 0), 3.0, "H")):
+                                           (True, (6, 0), 3.0, "H"), (True, (5, 3), 0.0, None)):
+        # (the last: causal with window_right > 0, where causal's right edge of 0 wins)
         for dtype in ("float16", "float32"):
             cases.append(Case(n_q=(1, 5, 9), n_new=(1, 5, 9), S=(30, 3, 0), causal=causal, window=window,
                               softcap=softcap, alibi=alibi, dtype=dtype, seed=len(cases)))

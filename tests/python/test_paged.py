@@ -73,6 +73,35 @@ def test_step_checks_everything_before_appending(kvattn, backend):
     assert [int(x) for x in backend.to64(sl)] == [0, 0] and (c.seq_len(a), c.seq_len(b)) == (3, 5)
 
 
+def test_step_with_unwritable_out_changes_nothing(kvattn, backend):
+    """out buffers that cannot take the tables (read-only, an expanded view, another device) are refused before
+    the step appends anything."""
+    c = make_cache(kvattn, backend, num_pages=8, page_size=2, Hk=1, D=8)
+    a = c.add_seq()
+    sl_buf = backend.index(np.zeros(1))
+    if backend.name == "numpy":
+        bt_buf = np.zeros((1, 4), np.int32)
+        bt_buf.flags.writeable = False
+        bad = [(bt_buf, sl_buf)]
+    else:
+        bad = [(backend.index(np.zeros((1, 4)))[:1].expand(3, 4), backend.index(np.zeros(3)))]
+        if backend.device != "cpu":
+            bad.append((backend.index(np.zeros((1, 4))).cpu(), sl_buf.cpu()))
+    for out in bad:
+        with pytest.raises(ValueError, match="out"):
+            c.step([a], [3], out=out)
+        assert (c.seq_len(a), c.free_pages) == (0, 8)
+
+
+def test_numpy_dtype_spellings(kvattn):
+    for spelling, name in (("f2", "float16"), ("half", "float16"), ("<f4", "float32"), ("e", "float16"),
+                           (np.float32, "float32"), ("float16", "float16")):
+        c = kvattn.PagedKVCache(2, 2, 1, 8, spelling)
+        assert c.k_cache.dtype.name == name and c.v_cache.dtype.name == name
+    with pytest.raises(TypeError, match="not a dtype"):
+        kvattn.PagedKVCache(2, 2, 1, 8, "nonsense")
+
+
 def test_ids_and_counts_past_int32(kvattn, backend):
     """ctypes would wrap 2**32 + id onto id: the page manager's int arguments are range-checked instead."""
     c = make_cache(kvattn, backend, num_pages=8, page_size=4, Hk=1, D=8)
