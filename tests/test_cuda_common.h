@@ -29,6 +29,7 @@ static inline int cu_gpu_or_skip(int n_cases) {
 
 /* One problem's shape: per-sequence lengths and the options the CUDA tests vary. */
 typedef struct cu_spec {
+    int backend; /* KVATTN_BACKEND_CUDA (cu_spec_default); the problem itself suits either backend */
     int dtype, B, H, Hk, D;
     const int *n_q, *n_new, *S, *L; /* [B] each; L may be NULL */
     int paged, page_size;           /* paged: page_size >= 1 */
@@ -42,6 +43,7 @@ typedef struct cu_spec {
 static inline cu_spec cu_spec_default(void) {
     cu_spec s;
     memset(&s, 0, sizeof s);
+    s.backend = KVATTN_BACKEND_CUDA;
     s.dtype = KVATTN_BF16;
     s.H = 8;
     s.Hk = 2;
@@ -54,10 +56,10 @@ static inline cu_spec cu_spec_default(void) {
     return s;
 }
 
-/* Fills P (backend CUDA) with random q, k_new, v_new, caches, a shuffled pool; does not upload. */
+/* Fills P (backend sp->backend) with random q, k_new, v_new, caches, a shuffled pool; does not upload. */
 static inline void cu_build(kvt_problem *P, const cu_spec *sp) {
     const int B = sp->B, H = sp->H, Hk = sp->Hk, D = sp->D, dt = sp->dtype, es = kvref_dtype_size(dt);
-    kvt_problem_init(P, KVATTN_BACKEND_CUDA, dt, B, H, Hk, D);
+    kvt_problem_init(P, sp->backend, dt, B, H, Hk, D);
     kvattn_params *p = &P->ph;
     p->causal = sp->causal;
     p->batch_invariant = sp->batch_invariant;

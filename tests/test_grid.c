@@ -328,7 +328,8 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     p->causal = kvt_randint(0, 9) < 4;
     if (kvt_randint(0, 3) == 0) {
         p->window_left = kvt_pick((const int[]){-1, 0, 1, 7, 100, 1000}, 6);
-        if (!p->causal) p->window_right = kvt_pick((const int[]){-1, 0, 3, 50}, 4);
+        /* with causal too: SPEC's "causal is the window with window_right = 0", so causal's edge must win */
+        p->window_right = kvt_pick((const int[]){-1, 0, 3, 50}, 4);
     }
     if (kvt_randint(0, 6) == 0) p->softcap = (float)kvt_uniform(1.0, 5.0);
     if (kvt_randint(0, 3) == 0) p->softmax_scale = (float)kvt_uniform(0.05, 0.3);
@@ -360,65 +361,203 @@ static int build_case(kvt_problem *P, char *desc, size_t desc_len, int64_t budge
     return 0;
 }
 
-/* Runs the call of pd again and compares out/lse bitwise with `out0`/`lse0` (what the backend holds now). */
-static void compare_again(kvt_problem *P, const void *out0, const void *lse0, const char *what) {
-    void *out1 = malloc(P->out.bytes + 1), *lse1 = malloc(P->lse.bytes + 1);
-    kvt_download(&P->out.dev, out1, P->out.bytes);
-    if (P->lse.used) kvt_download(&P->lse.dev, lse1, P->lse.bytes);
-    if (memcmp(out0, out1, P->out.bytes) != 0) {
-        const int es = kvref_dtype_size(P->ph.dtype);
-        size_t e = 0, ndiff = 0, first = 0;
-        for (e = 0; e < P->out.bytes / es; e++)
-            if (memcmp((const char *)out0 + e * es, (const char *)out1 + e * es, es) && !ndiff++) first = e;
-        int64_t row = (int64_t)(first / P->ph.out_row_stride);
-        kvt_failf("%s: out is not bitwise identical (%zu elements differ; first: row %lld, element %zu: %.9g vs %.9g)", what,
-                  ndiff, (long long)row, first, kvref_load(P->ph.dtype, out0, first), kvref_load(P->ph.dtype, out1, first));
-    }
-    if (P->lse.used && memcmp(lse0, lse1, P->lse.bytes) != 0) kvt_failf("%s: softmax_lse is not bitwise identical", what);
-    free(out1);
-    free(lse1);
-}
-
 static int forward_ws(kvt_problem *P, const kvattn_params *p) {
     size_t ws = 0;
     int st = kvattn_workspace_size(p, P->backend, &ws);
     if (st != KVATTN_OK) return st;
     kvt_buf w = kvt_alloc(P->backend, ws ? ws : 16);
     st = kvattn_forward(p, P->backend, ws ? w.ptr : NULL, ws, NULL);
+    if (!kvt_guards_ok(&w)) kvt_failf("guard bytes around the workspace overwritten");
     kvt_free(&w);
     return st;
 }
 
-/* SPEC "Deterministic": the same call again gives bitwise the same out and lse (it appends the same rows at the
- * same positions, so the cache is unchanged too). SPEC "Batch invariant": with batch_invariant set, each
- * sequence run alone (B = 1, pointers moved to its rows) gives bitwise the rows it got in the batch. */
+/* What a repeated call is checked against: out, softmax_lse and both caches (whole allocations, guards aside) as
+ * the first call left them, and byte masks of the elements that a call of the sequences [b0, b1) must write: their
+ * out rows (heads < H, channels < D), their lse entries, and the cache rows they append (heads < Hk, channels < D). */
+enum { W_OUT, W_LSE, W_K, W_V, W_N };
+typedef struct snap {
+    kvt_arr *arr[W_N];
+    int es[W_N];
+    unsigned char *first[W_N]; /* the first call's bytes (NULL: tensor not used) */
+} snap;
+
+static void snap_take(kvt_problem *P, snap *s) {
+    memset(s, 0, sizeof *s);
+    kvt_arr *arr[W_N] = {&P->out, &P->lse, &P->k_cache, &P->v_cache};
+    for (int w = 0; w < W_N; w++) {
+        s->arr[w] = arr[w];
+        s->es[w] = w == W_LSE ? 4 : kvref_dtype_size(P->ph.dtype);
+        if (!arr[w]->used) continue;
+        s->first[w] = malloc(arr[w]->bytes + 1);
+        if (kvt_download(&arr[w]->dev, s->first[w], arr[w]->bytes)) kvt_failf("download of %s failed", arr[w]->name);
+    }
+}
+
+static void snap_free(snap *s) {
+    for (int w = 0; w < W_N; w++) free(s->first[w]);
+}
+
+/* mask[w][e] = 1 for every element e (of the whole allocation) that sequences [b0, b1) of ph write */
+static void mark_written(const kvt_problem *P, const snap *s, int b0, int b1, unsigned char *mask[W_N]) {
+    const kvattn_params *ph = &P->ph;
+    const int H = ph->num_heads, Hk = ph->num_kv_heads, D = ph->head_dim, varlen = ph->cu_seqlens_q != NULL;
+    int64_t n[W_N];
+    for (int w = 0; w < W_N; w++) {
+        n[w] = s->first[w] ? (int64_t)(s->arr[w]->bytes / s->es[w]) : 0;
+        mask[w] = s->first[w] ? calloc((size_t)n[w] + 1, 1) : NULL;
+    }
+    /* (the first call's check already found every one of these elements inside its buffer; a miss here is a bug of
+     * this test, reported rather than written past the mask) */
+#define MARK(w, e)                                                                                                 \
+    do {                                                                                                           \
+        const int64_t e_ = (e);                                                                                    \
+        if (mask[w] && e_ >= 0 && e_ < n[w]) mask[w][e_] = 1;                                                      \
+        else if (mask[w]) kvt_failf("test bug: element %lld of %s outside its buffer", (long long)e_, s->arr[w]->name); \
+    } while (0)
+    for (int b = b0; b < b1; b++) {
+        kvref_seq q = kvref_seq_of(ph, b);
+        for (int32_t i = 0; i < q.n_q; i++) {
+            const int64_t row = (int64_t)q.q_row0 + i;
+            const int64_t obase = varlen ? row * ph->out_row_stride
+                                         : (int64_t)b * ph->out_batch_stride + (int64_t)i * ph->out_row_stride;
+            for (int h = 0; h < H; h++) {
+                for (int c = 0; c < D; c++) MARK(W_OUT, obase + (int64_t)h * ph->out_head_stride + c);
+                MARK(W_LSE, (varlen ? 0 : (int64_t)b * ph->lse_batch_stride) + (int64_t)h * ph->lse_head_stride +
+                                (varlen ? row : i) * ph->lse_row_stride);
+            }
+        }
+        if (!ph->k_new) continue;
+        for (int which = 0; which < 2; which++) {
+            const int w = which ? W_V : W_K;
+            const int64_t view = (int64_t)(s->arr[w]->offset_bytes / s->es[w]);
+            for (int32_t t = 0; t < q.n_new; t++)
+                for (int kh = 0; kh < Hk; kh++) {
+                    const int64_t o = kvref_cache_offset(ph, b, q.S + t, kh, which);
+                    for (int c = 0; o >= 0 && c < D; c++) MARK(w, view + o + c);
+                }
+        }
+    }
+#undef MARK
+}
+
+/* Runs `p` (P's backend call, or one sequence of it) again after poisoning (0xFF, as kvt_problem_upload does)
+ * everything it writes: out and softmax_lse whole, and in the caches the rows that sequences [b0, b1) append (the
+ * rest of the caches as the first call left them). Then every element it must write has to be written (no
+ * poison left) and bitwise the first call's, and every other element untouched: without the poison, a call that
+ * wrote nothing would leave the first call's bits in place and compare equal. */
+static void rerun_compare(kvt_problem *P, const kvattn_params *p, const snap *s, int b0, int b1, const char *what) {
+    unsigned char *mask[W_N];
+    mark_written(P, s, b0, b1, mask);
+    unsigned char *want[W_N] = {NULL}, *img[W_N] = {NULL};
+    int ok = 1;
+    for (int w = 0; w < W_N && ok; w++) {
+        if (!s->first[w]) continue;
+        const size_t bytes = s->arr[w]->bytes, n = bytes / s->es[w], es = (size_t)s->es[w];
+        /* uploaded: out and lse all poison, the caches the first call's with the appended rows poisoned; wanted after
+         * the call: the first call's bytes where it writes, else what was uploaded (so, for the caches, all of the
+         * first call's bytes) */
+        img[w] = malloc(bytes + 1);
+        want[w] = malloc(bytes + 1);
+        if (w == W_OUT || w == W_LSE) {
+            memset(img[w], 0xFF, bytes);
+            memset(want[w], 0xFF, bytes);
+            for (size_t e = 0; e < n; e++)
+                if (mask[w][e]) memcpy(want[w] + e * es, s->first[w] + e * es, es);
+        } else {
+            memcpy(img[w], s->first[w], bytes);
+            memcpy(want[w], s->first[w], bytes);
+            for (size_t e = 0; e < n; e++)
+                if (mask[w][e]) memset(img[w] + e * es, 0xFF, es);
+        }
+        if (kvt_upload(&s->arr[w]->dev, img[w], bytes)) {
+            kvt_failf("%s: cannot upload the poisoned %s", what, s->arr[w]->name);
+            ok = 0;
+        }
+    }
+    const int st = ok ? forward_ws(P, p) : KVATTN_OK;
+    if (ok && st != KVATTN_OK) kvt_failf("%s: %s (%s)", what, kvattn_status_string(st), kvattn_last_error());
+    for (int w = 0; w < W_N && ok && st == KVATTN_OK; w++) {
+        if (!s->first[w]) continue;
+        kvt_arr *a = s->arr[w];
+        const size_t bytes = a->bytes, n = bytes / s->es[w], es = (size_t)s->es[w];
+        if (!kvt_guards_ok(&a->dev)) kvt_failf("%s: guard bytes around %s overwritten", what, a->name);
+        unsigned char *got = img[w]; /* (reused: uploaded already) */
+        if (kvt_download(&a->dev, got, bytes)) {
+            kvt_failf("%s: download of %s failed", what, a->name);
+            continue;
+        }
+        if (memcmp(got, want[w], bytes) == 0) continue;
+        size_t unwritten = 0, differ = 0, outside = 0, first_un = 0, first_diff = 0, first_out = 0;
+        for (size_t e = 0; e < n; e++) {
+            const unsigned char *g = got + e * es;
+            if (memcmp(g, want[w] + e * es, es) == 0) continue;
+            int poison = 1;
+            for (size_t i = 0; i < es; i++) poison &= g[i] == 0xFF;
+            if (!mask[w][e]) {
+                if (!outside++) first_out = e;
+            } else if (poison) {
+                if (!unwritten++) first_un = e;
+            } else if (!differ++) first_diff = e;
+        }
+        if (unwritten)
+            kvt_failf("%s: %s: %zu elements not written (still poison; first at element %zu)", what, a->name, unwritten,
+                      first_un);
+        if (differ) {
+            if (w == W_LSE)
+                kvt_failf("%s: softmax_lse is not bitwise identical (%zu elements differ; first: element %zu: %.9g vs "
+                          "%.9g)", what, differ, first_diff, (double)((const float *)s->first[w])[first_diff],
+                          (double)((const float *)got)[first_diff]);
+            else
+                kvt_failf("%s: %s is not bitwise identical (%zu elements differ; first: element %zu: %.9g vs %.9g)",
+                          what, a->name, differ, first_diff, kvref_load(P->ph.dtype, s->first[w], first_diff),
+                          kvref_load(P->ph.dtype, got, first_diff));
+        }
+        if (outside)
+            kvt_failf("%s: %s: %zu elements written outside what the call writes (first at element %zu)", what, a->name,
+                      outside, first_out);
+    }
+    for (int w = 0; w < W_N; w++) {
+        free(mask[w]);
+        free(want[w]);
+        free(img[w]);
+    }
+}
+
+/* SPEC "Deterministic": the same call again gives bitwise the same out and lse, and appends the same cache rows
+ * (the same rows at the same positions). SPEC "Batch invariant": with batch_invariant set, each sequence run alone
+ * (B = 1, pointers moved to its rows) gives bitwise the rows it got in the batch, and appends the same cache rows.
+ * Every call here runs on poisoned outputs (rerun_compare). */
 static void check_determinism(kvt_problem *P) {
     const kvattn_params *d = &P->pd, *h = &P->ph;
-    void *out0 = malloc(P->out.bytes + 1), *lse0 = malloc(P->lse.bytes + 1);
-    kvt_download(&P->out.dev, out0, P->out.bytes);
-    if (P->lse.used) kvt_download(&P->lse.dev, lse0, P->lse.bytes);
-    int st = forward_ws(P, d);
-    if (st != KVATTN_OK) kvt_failf("second call: %s (%s)", kvattn_status_string(st), kvattn_last_error());
-    else compare_again(P, out0, lse0, "same call twice");
-    if (d->batch_invariant && d->cu_seqlens_q && d->batch > 1) {
+    snap s;
+    snap_take(P, &s);
+    const int have_first = !kvt_case_failed(); /* (the caller runs this on a case that passed so far) */
+    if (have_first) rerun_compare(P, d, &s, 0, d->batch, "same call twice");
+    /* (each call below uploads its own poisoned images from the snapshot: independent of the repeat's outcome) */
+    if (have_first && d->batch_invariant && d->cu_seqlens_q && d->batch > 1) {
         const int es = kvref_dtype_size(d->dtype);
         for (int b = 0; b < d->batch; b++) {
-            kvref_seq s = kvref_seq_of(h, b);
+            kvref_seq q = kvref_seq_of(h, b);
             kvattn_params one = *d;
-            int32_t cu[2][2] = {{0, s.n_q}, {0, s.n_new}};
+            int32_t cu[2][2] = {{0, q.n_q}, {0, q.n_new}};
             kvt_buf cub = kvt_alloc(P->backend, sizeof cu);
-            kvt_upload(&cub, cu, sizeof cu);
+            if (!cub.ptr || kvt_upload(&cub, cu, sizeof cu)) {
+                kvt_failf("sequence %d alone: cannot allocate/upload its cu_seqlens", b);
+                kvt_free(&cub);
+                break;
+            }
             one.batch = 1;
             one.cu_seqlens_q = (const int32_t *)cub.ptr;
-            one.total_q = s.n_q;
-            one.q = (const char *)d->q + (int64_t)s.q_row0 * d->q_row_stride * es;
-            one.out = (char *)d->out + (int64_t)s.q_row0 * d->out_row_stride * es;
-            if (d->softmax_lse) one.softmax_lse = d->softmax_lse + (int64_t)s.q_row0 * d->lse_row_stride;
+            one.total_q = q.n_q;
+            one.q = (const char *)d->q + (int64_t)q.q_row0 * d->q_row_stride * es;
+            one.out = (char *)d->out + (int64_t)q.q_row0 * d->out_row_stride * es;
+            if (d->softmax_lse) one.softmax_lse = d->softmax_lse + (int64_t)q.q_row0 * d->lse_row_stride;
             if (d->k_new) {
                 one.cu_seqlens_knew = (const int32_t *)cub.ptr + 2;
-                one.total_knew = s.n_new;
-                one.k_new = (const char *)d->k_new + (int64_t)s.new_row0 * d->knew_row_stride * es;
-                one.v_new = (const char *)d->v_new + (int64_t)s.new_row0 * d->vnew_row_stride * es;
+                one.total_knew = q.n_new;
+                one.k_new = (const char *)d->k_new + (int64_t)q.new_row0 * d->knew_row_stride * es;
+                one.v_new = (const char *)d->v_new + (int64_t)q.new_row0 * d->vnew_row_stride * es;
             }
             one.cache_seqlens = d->cache_seqlens + b;
             if (d->cache_leftpad) one.cache_leftpad = d->cache_leftpad + b;
@@ -430,17 +569,15 @@ static void check_determinism(kvt_problem *P) {
             }
             if (d->block_table) one.block_table = d->block_table + (int64_t)b * d->block_table_batch_stride;
             if (d->alibi_slopes) one.alibi_slopes = d->alibi_slopes + (int64_t)b * d->alibi_batch_stride;
-            st = forward_ws(P, &one);
+            char what[96];
+            snprintf(what, sizeof what, "batch_invariant: sequence %d alone vs in the batch", b);
+            /* each alone call on fresh poison: only its own rows may be written, and all of them */
+            rerun_compare(P, &one, &s, b, b + 1, what);
+            if (!kvt_guards_ok(&cub)) kvt_failf("%s: guard bytes around its cu_seqlens overwritten", what);
             kvt_free(&cub);
-            if (st != KVATTN_OK) {
-                kvt_failf("sequence %d alone: %s (%s)", b, kvattn_status_string(st), kvattn_last_error());
-                break;
-            }
         }
-        compare_again(P, out0, lse0, "batch_invariant: each sequence alone vs in the batch");
     }
-    free(out0);
-    free(lse0);
+    snap_free(&s);
 }
 
 /* One case on one backend: builds it from `state` and runs it; returns 1 if the backend skipped it. */
@@ -471,12 +608,17 @@ static int run_case(int backend, uint64_t state, int64_t budget, int *built) {
     return skipped;
 }
 
-/* One drawn case on the CPU and, when it was built within the budget and a GPU is there, the same case on CUDA.
- * Returns whether it was built (over the budget: nothing ran, draw again). */
+/* One drawn case on the CPU and, when it was built within the budget and a GPU is there, the same case on CUDA
+ * (without one, that CUDA case counts as skipped, so that the summary's skips say what did not run). Returns
+ * whether it was built (over the budget: nothing ran, draw again). */
 static int run_both(uint64_t state, int64_t budget, int cuda, int *cuda_skipped) {
     int built, cuda_built;
     run_case(KVATTN_BACKEND_CPU, state, budget, &built);
     if (built && cuda) *cuda_skipped += run_case(KVATTN_BACKEND_CUDA, state, budget, &cuda_built);
+    else if (built) {
+        kvt_case_skip("no CUDA device");
+        (*cuda_skipped)++;
+    }
     return built;
 }
 
@@ -560,5 +702,6 @@ int main(void) {
     g_force_D = g_force_Hk = g_force_group = g_force_S = g_force_bi = 0;
     if (many_built != n_many) kvt_note_failure("many-split cases: built %d of %d", many_built, n_many);
     if (cuda) printf("CUDA: %d cases skipped (fp32 or unsupported head dim)\n", cuda_skipped);
+    else printf("CUDA: %d cases skipped (no GPU)\n", cuda_skipped);
     return kvt_finish();
 }

@@ -96,7 +96,13 @@ void kvt_note_failure(const char *fmt, ...) {
     g_failed++;
 }
 
+/* the largest error seen in out / softmax_lse as a fraction of its bound (check_outputs), printed at the end:
+ * how close the passing cases came to failing */
+static double g_worst_out, g_worst_lse;
+
 int kvt_finish(void) {
+    if (g_worst_out > 0 || g_worst_lse > 0)
+        printf("%s: worst error / bound: out %.3f, lse %.3f\n", g_name, g_worst_out, g_worst_lse);
     printf("%s: %d passed, %d failed, %d skipped\n", g_name, g_passed, g_failed, g_skipped);
     fflush(stdout);
     return g_failed ? 1 : 0;
@@ -343,6 +349,10 @@ kvt_expect kvt_expect_ok(void) {
  * round the rotated query to the element type (the CUDA kernels do, for the tensor cores): that moves each score
  * by up to (u/2) * q_sens (kvref_forward_sens: scale x the largest sum of |rope(q)_c k_c| over rotated
  * channels), so the row's out by up to 2 max|v| times that and its lse by that, added to those rows' bounds.
+ * lse itself is float32 arithmetic on the (rounded) inputs in every dtype: the backends sum the probabilities
+ * before rounding them, so its bound is 1e-4 max(|lse|, 1) + that term, the same in every dtype. (Until the
+ * fifty-first session it was 8u max(|lse|, 1) for 16-bit types, 0.03 |lse| in bf16: an lse off by 0.15
+ * passed.)
  * Without that term a row with a large scale and a sharp softmax failed (f16, D 256, rotary on all 256
  * channels, scale 0.29, scores ~18.8: err 2.2e-3 against a bound of 2.1e-3; the CPU backend with its rotated
  * query rounded to f16 gave the CUDA result exactly). */
@@ -413,8 +423,11 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                     double err = fabs(g - r[c]);
                     int ok;
                     if (lr == -INFINITY) ok = g == 0.0; /* empty row: exactly zero */
-                    else if (dt == KVATTN_F32) ok = err <= atol32;
-                    else ok = err <= atol + rtol * fabs(r[c]) + 2 * dq;
+                    else {
+                        const double bound = dt == KVATTN_F32 ? atol32 : atol + rtol * fabs(r[c]) + 2 * dq;
+                        ok = err <= bound;
+                        if (err / bound > g_worst_out) g_worst_out = err / bound;
+                    }
                     if (!(err == err)) ok = 0;
                     if (!ok && bad_out++ < 3)
                         kvt_failf("out: b=%d i=%d h=%d c=%d got %.6g want %.6g (err %.3g)%s", b, i, h, c, g, r[c],
@@ -441,8 +454,9 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                     int ok;
                     if (lr == -INFINITY) ok = g == -INFINITY;
                     else {
-                        double tol = (dt == KVATTN_F32 ? 1e-4 : 8 * u) * (fabs(lr) > 1 ? fabs(lr) : 1) + dq;
+                        double tol = 1e-4 * (fabs(lr) > 1 ? fabs(lr) : 1) + dq;
                         ok = fabs(g - lr) <= tol;
+                        if (fabs(g - lr) / tol > g_worst_lse) g_worst_lse = fabs(g - lr) / tol;
                     }
                     if (!ok && bad_lse++ < 3) kvt_failf("lse: b=%d i=%d h=%d got %.7g want %.7g", b, i, h, g, lr);
                 }

@@ -9,6 +9,7 @@
 #include "ref.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- counting, reporting ---------------------------------------------------------------------------- */
 /* Prints "<name>: seed=..." and seeds the generator (KVATTN_TEST_SEED fixes the seed). */
@@ -103,9 +104,29 @@ kvt_expect kvt_expect_ok(void);
 
 /* Runs kvattn_forward on the backend and the reference on the host mirror, then checks status, guards,
  * out (every element written, right values, padding untouched), softmax_lse, and both caches (appended rows
- * within tolerance, all other bytes identical). Returns 1 if the backend answered KVATTN_ERR_UNSUPPORTED
- * (caller counts a skip), else 0; failures are recorded with kvt_failf. */
+ * within tolerance, all other bytes identical). Returns 1 if the backend answered KVATTN_ERR_UNSUPPORTED where
+ * e.status is another status (before comparing statuses: a test case calls kvt_problem_run_case, which tells a
+ * skip from a failure), else 0; failures are recorded with kvt_failf. */
 int kvt_problem_run(kvt_problem *P, kvt_expect e);
+
+/* kvt_problem_run for a test case, with what an answer of KVATTN_ERR_UNSUPPORTED (from workspace_size or forward)
+ * means there. Where e.status is KVATTN_OK, the backend does not implement this valid call: returns 1, and the
+ * caller counts the case as skipped (kvt_case_skip, not kvt_case_end: a skipped case never counts as passed).
+ * Where another error was expected (INVALID_ARGUMENT, WORKSPACE, BAD_DATA), the call was rejected for the wrong
+ * reason (validation and forward must agree on why): the case fails, P->last_status / last_error say
+ * UNSUPPORTED, and it returns 0. Else kvt_problem_run's checks ran and it returns 0. */
+static inline int kvt_problem_run_case(kvt_problem *P, kvt_expect e) {
+    P->last_status = -1; /* kvt_problem_run sets it once forward was called */
+    if (!kvt_problem_run(P, e)) return 0;
+    if (e.status == KVATTN_OK) return 1;
+    const char *who = P->last_status == KVATTN_ERR_UNSUPPORTED ? "forward" : "workspace_size";
+    if (P->last_status != KVATTN_ERR_UNSUPPORTED) { /* workspace_size answered: its message is the last one */
+        P->last_status = KVATTN_ERR_UNSUPPORTED;
+        snprintf(P->last_error, sizeof P->last_error, "%s", kvattn_last_error());
+    }
+    kvt_failf("%s: status KVATTN_ERR_UNSUPPORTED, want %s (%s)", who, kvattn_status_string(e.status), P->last_error);
+    return 0;
+}
 
 /* Element-level comparisons used by kvt_problem_run (exposed for the inflight test's whole-cache check). */
 void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, const void *got, size_t bytes,
