@@ -106,7 +106,7 @@ def launch(params_ref, device_index):
 
 
 class DeviceStatus:
-    """The device-side status record of the last CUDA call on a device (kvattn_device_status).
+    """The device-side status record of one CUDA call (kvattn_device_status).
 
     flags: OR of the failure reasons (see `reasons`); num_failed: sequences skipped; first_failed: smallest
     index of a skipped sequence or -1. ``ok`` is True when no sequence failed."""

@@ -349,10 +349,12 @@ kvt_expect kvt_expect_ok(void) {
  * round the rotated query to the element type (the CUDA kernels do, for the tensor cores): that moves each score
  * by up to (u/2) * q_sens (kvref_forward_sens: scale x the largest sum of |rope(q)_c k_c| over rotated
  * channels), so the row's out by up to 2 max|v| times that and its lse by that, added to those rows' bounds.
- * lse itself is float32 arithmetic on the (rounded) inputs in every dtype: the backends sum the probabilities
- * before rounding them, so its bound is 1e-4 max(|lse|, 1) + that term, the same in every dtype. (Until the
- * fifty-first session it was 8u max(|lse|, 1) for 16-bit types, 0.03 |lse| in bf16: an lse off by 0.15
- * passed.)
+ * lse itself is float32 arithmetic on the (rounded) inputs: the backends sum the probabilities before rounding
+ * them, so the element type's u does not enter its bound, which is 1e-4 max(|lse|, 1) in fp32 (CPU only) and
+ * 2e-3 max(|lse|, 1) at 16 bits, plus that term. The 16-bit scores come from the tensor cores on CUDA, whose fp32
+ * accumulation is coarser than the CPU's: on the H200 the worst lse error seen was 4.5e-4 max(|lse|, 1)
+ * (test_fuzz_bad_data, fifty-first session, docs/perf/s51/run3), so 2e-3 leaves a margin of ~4. (Until then the
+ * 16-bit bound was 8u max(|lse|, 1), 0.03 |lse| in bf16: an lse off by 0.15 passed.)
  * Without that term a row with a large scale and a sharp softmax failed (f16, D 256, rotary on all 256
  * channels, scale 0.29, scores ~18.8: err 2.2e-3 against a bound of 2.1e-3; the CPU backend with its rotated
  * query rounded to f16 gave the CUDA result exactly). */
@@ -454,7 +456,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                     int ok;
                     if (lr == -INFINITY) ok = g == -INFINITY;
                     else {
-                        double tol = 1e-4 * (fabs(lr) > 1 ? fabs(lr) : 1) + dq;
+                        double tol = (dt == KVATTN_F32 ? 1e-4 : 2e-3) * (fabs(lr) > 1 ? fabs(lr) : 1) + dq;
                         ok = fabs(g - lr) <= tol;
                         if (fabs(g - lr) / tol > g_worst_lse) g_worst_lse = fabs(g - lr) / tol;
                     }

@@ -1,12 +1,12 @@
 #!/bin/bash
-# s51 call 2: the tree's tests on the H200 (binaries built here with CPU_ARCH=-march=x86-64-v2 from this tree's
-# src/, whose kernels are unchanged since ba67322: dev/bin/s51/build). (a) the C GPU suite once, fresh seed, with
+# s51 call 2: the tree's tests on the H200 (binaries built here from this tree's
+# src/ (kernels unchanged since ba67322), C at -march=x86-64-v2, tests linked to its libkvattn.so: dev/bin/s51/tree). (a) the C GPU suite once, fresh seed, with
 # the new lse bound (1e-4 max(|lse|,1) + dq in every dtype; each binary prints its worst error / bound), the new
 # tests test_big_offsets (caches past 2^32 elements) and test_silent (nothing printed), and the helper's
 # strengthened test_grid / test_cuda_invariance / bad-input tests; (b) the Python tests with the per-stream
 # workspaces, then test_two_streams_at_once against the old shared-workspace _cuda.py (must fail: "differ");
 # (c) memcheck of the new tests and of test_cuda_invariance; (d) examples/generate_inflight.py --quick (graphs).
-B=dev/bin/s51/build
+B=dev/bin/s51/tree
 L=$OUT/logs; mkdir -p $L
 pack() { (cd $OUT && tar czf logs.tgz logs); }
 t0=$(date +%s); st() { echo "[+$(( $(date +%s) - t0 ))s] $*"; }
