@@ -217,7 +217,8 @@ def need_writable(a):
         return
     if a.kind == "numpy" and not a.obj.flags.writeable:
         raise KvattnArgumentError(f"{a.name}: the array is read-only but kvattn writes into it")
-    if any(st == 0 and ext > 1 for ext, st in zip(a.shape, a.strides)):
+    if a.numel and any(st == 0 and ext > 1 for ext, st in zip(a.shape, a.strides)):
+        # (an empty array has nothing to write: NumPy 2 gives a [0, H, D] array the strides (0, 0, 0))
         # NumPy's broadcast views are read-only (caught above); torch's expand() views are not
         raise KvattnArgumentError(f"{a.name}: stride 0 in a dimension of extent > 1 (shape {list(a.shape)}, strides "
                                   f"{list(a.strides)}): an expanded view, whose elements share memory, cannot be "
