@@ -138,13 +138,15 @@ def test_capture_uses_the_graph_workspace(kvattn, torch):
 def test_two_streams_at_once(kvattn, torch):
     """Calls queued on two streams at once (each with its own workspace) give the bits that the same calls give
     one after another. With one workspace shared by both streams, overlapping calls can mix their split partials:
-    run against that package (dev/experiments/s51_shared_workspace_cuda.py) this test caught it in 2 of 5 runs
-    (the overlap is up to the GPU's scheduling), and never fails on the package as it is."""
+    run against that package (dev/experiments/s51_shared_workspace_cuda.py) this test caught it in 1 of 3 runs
+    (1 of 2 with 4 rounds: the overlap is up to the GPU's scheduling), and it passed every run on the package as
+    it is."""
     be = TorchBackend("cuda")
     rng = fresh_rng(1013)
     # calls of ~0.1 ms each (8 x 16k keys read), longer than the host's time to queue one: the streams overlap
-    # (with one workspace shared by both streams this shape gave wrong bits in 2 of 5 runs on the H200; one where
-    # two calls fit on the GPU at once, 2 x 64k keys, gave none in 4: docs/perf/s51/run2 - run4)
+    # (with one workspace shared by both streams this shape gave wrong bits on the H200 in 1 of 2 runs of 4 rounds
+    # and 1 of 3 runs of 12 rounds, this form; one where two calls fit on the GPU at once, 2 x 64k keys, in 0 of 4:
+    # docs/perf/s51/run2 - run4)
     B, H, Hk, D, C, n = 8, 32, 8, 128, 16384, 16
     kc = torch.randn(B, C, Hk, D, dtype=torch.bfloat16, device="cuda")
     vc = torch.randn(B, C, Hk, D, dtype=torch.bfloat16, device="cuda")
