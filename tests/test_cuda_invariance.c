@@ -37,11 +37,6 @@ static int g_rmax;             /* the tables' positions */
 
 enum { NO_REF = 0, REF = 1 }; /* run_batch: also check the call against the float64 reference */
 
-static int is_poison(const unsigned char *e, size_t es) {
-    for (size_t i = 0; i < es; i++)
-        if (e[i] != 0xFF) return 0;
-    return 1;
-}
 
 /* Runs the sequences ids[0..n) as one batch; returns out rows [total_q, H, D] and lse [H, total_q] (host). Every
  * tensor is the harness's (kvt_arr_alloc: guard bytes checked after the call; out and lse poisoned before it,
@@ -178,13 +173,13 @@ static int run_batch(const int *ids, int n, int batch_invariant, int num_splits,
     } else if (st == KVATTN_OK) {
         size_t bad = 0, first = 0;
         for (size_t e = 0; e < qb / 2; e++)
-            if (is_poison((const unsigned char *)(*out_h + e), 2) && !bad++) first = e;
+            if (kvt_is_poison(*out_h + e, 2) && !bad++) first = e;
         if (bad)
             kvt_failf("batch of %d: %zu out elements not written (still poison; first: row %zu head %zu)", n, bad,
                       first / (H * D), first / D % H);
         bad = 0;
         for (size_t e = 0; e < lb / 4; e++)
-            if (is_poison((const unsigned char *)(*lse_h + e), 4) && !bad++) first = e;
+            if (kvt_is_poison(*lse_h + e, 4) && !bad++) first = e;
         if (bad)
             kvt_failf("batch of %d: %zu softmax_lse entries not written (still poison; first: head %zu row %zu)", n,
                       bad, first / (size_t)total_q, first % (size_t)total_q);

@@ -492,8 +492,7 @@ static void rerun_compare(kvt_problem *P, const kvattn_params *p, const snap *s,
         for (size_t e = 0; e < n; e++) {
             const unsigned char *g = got + e * es;
             if (memcmp(g, want[w] + e * es, es) == 0) continue;
-            int poison = 1;
-            for (size_t i = 0; i < es; i++) poison &= g[i] == 0xFF;
+            const int poison = kvt_is_poison(g, (int)es);
             if (!mask[w][e]) {
                 if (!outside++) first_out = e;
             } else if (poison) {

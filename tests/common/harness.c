@@ -368,9 +368,10 @@ static int seq_skipped(int b, int skip_seq, const unsigned char *skip_mask) {
     return b == skip_seq || (skip_mask && skip_mask[b]);
 }
 
-static int is_poison(const unsigned char *e, int es) {
+int kvt_is_poison(const void *e, int es) {
+    const unsigned char *b = e;
     for (int i = 0; i < es; i++)
-        if (e[i] != 0xFF) return 0;
+        if (b[i] != 0xFF) return 0;
     return 1;
 }
 
@@ -417,7 +418,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                     }
                     cov[e] = 1;
                     const unsigned char *ge = got_out + e * es;
-                    if (is_poison(ge, es)) {
+                    if (kvt_is_poison(ge, es)) {
                         if (bad_out++ < 3) kvt_failf("out: not written at b=%d i=%d h=%d c=%d", b, i, h, c);
                         continue;
                     }
@@ -448,7 +449,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                         continue;
                     }
                     covl[le] = 1;
-                    if (is_poison((const unsigned char *)(got_lse + le), 4)) {
+                    if (kvt_is_poison((const unsigned char *)(got_lse + le), 4)) {
                         if (bad_lse++ < 3) kvt_failf("lse: not written at b=%d i=%d h=%d", b, i, h);
                         continue;
                     }
@@ -471,7 +472,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
     }
     size_t untouched_bad = 0, first_bad = 0;
     for (size_t e = 0; e < n_out; e++)
-        if (!cov[e] && !is_poison(got_out + e * es, es)) {
+        if (!cov[e] && !kvt_is_poison(got_out + e * es, es)) {
             if (!untouched_bad++) first_bad = e;
         }
     if (untouched_bad)
@@ -479,7 +480,7 @@ static void check_outputs(const kvattn_params *ph, const unsigned char *got_out,
                   nothing_written ? "(by a call that must change nothing)" : "outside the output rows", first_bad);
     untouched_bad = 0;
     for (size_t e = 0; got_lse && e < n_lse; e++)
-        if (!covl[e] && !is_poison((const unsigned char *)(got_lse + e), 4)) {
+        if (!covl[e] && !kvt_is_poison((const unsigned char *)(got_lse + e), 4)) {
             if (!untouched_bad++) first_bad = e;
         }
     if (untouched_bad)
@@ -668,5 +669,18 @@ int kvt_problem_run(kvt_problem *P, kvt_expect e) {
     free(oref);
     free(lref);
     free(qsens);
+    return 0;
+}
+
+int kvt_problem_run_case(kvt_problem *P, kvt_expect e) {
+    P->last_status = -1; /* kvt_problem_run sets it once forward was called */
+    if (!kvt_problem_run(P, e)) return 0;
+    if (e.status == KVATTN_OK) return 1;
+    const char *who = P->last_status == KVATTN_ERR_UNSUPPORTED ? "forward" : "workspace_size";
+    if (P->last_status != KVATTN_ERR_UNSUPPORTED) { /* workspace_size answered: its message is the last one */
+        P->last_status = KVATTN_ERR_UNSUPPORTED;
+        snprintf(P->last_error, sizeof P->last_error, "%s", kvattn_last_error());
+    }
+    kvt_failf("%s: status KVATTN_ERR_UNSUPPORTED, want %s (%s)", who, kvattn_status_string(e.status), P->last_error);
     return 0;
 }
