@@ -514,7 +514,7 @@ static inline __attribute__((always_inline)) void tile_kv_head(const kvattn_para
     const int G = pl->G, RH = it->nq * G, kvh = it->kv_head0 + hh;
     for (int ii = 0; ii < it->nq; ii++) {
         if (w->jlo[ii] >= w->jhi[ii]) continue; /* this tile lies wholly outside the row's visible keys */
-        const int32_t qpos = it->q0 + ii + s_k - n_q;
+        const int32_t qpos = (it->q0 + ii - n_q) + s_k; /* each partial sum stays within int32 */
         const int r0 = hh * RH + ii * G;
         int g0 = 0;
         for (; g0 + 4 <= G; g0 += 4) tile_rows(4, p, pl, w, kt, vt, r0 + g0, g0, kvh, b, w->jlo[ii], w->jhi[ii], kt0, qpos);
@@ -692,7 +692,7 @@ static void combine_item(const kvattn_params *p, const plan *pl, const work_item
 static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work_item *out) {
     const kv_seq s = kv_seq_get(p, b);
     const int32_t s_k = s.S + s.n_new - s.L;
-    const int32_t ntiles = (s.n_q + pl->QT - 1) / pl->QT;
+    const int32_t ntiles = (int32_t)(((int64_t)s.n_q + pl->QT - 1) / pl->QT); /* n_q may be near 2^31 */
     int64_t n = 0;
     for (int32_t h0 = 0; h0 < p->num_kv_heads; h0 += pl->KH)
         for (int32_t t = 0; t < ntiles; t++) {
@@ -710,7 +710,7 @@ static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work
             int32_t chunk = (khi - klo + nsplit - 1) / nsplit;
             chunk = (chunk + KT - 1) / KT * KT;
             if (chunk < KT) chunk = KT;
-            if (nsplit > 1) nsplit = (khi - klo + chunk - 1) / chunk;
+            if (nsplit > 1) nsplit = (int32_t)(((int64_t)khi - klo + chunk - 1) / chunk); /* past 2^31 at 2 splits */
             for (int32_t sp = 0; sp < nsplit; sp++) {
                 if (out) {
                     work_item *it = &out[n];
@@ -720,7 +720,8 @@ static int64_t seq_items(const kvattn_params *p, const plan *pl, int32_t b, work
                     it->q0 = q0;
                     it->nq = nq;
                     it->klo = klo + sp * chunk;
-                    it->khi = it->klo + chunk < khi ? it->klo + chunk : khi;
+                    /* in int64: rounding each split up to KT keys can carry klo + chunk past 2^31 - 1 */
+                    it->khi = (int64_t)it->klo + chunk < khi ? it->klo + chunk : khi;
                     it->split = sp;
                     it->nsplit = nsplit;
                     it->part = -1;
@@ -789,7 +790,8 @@ int kv_cpu_forward(const kvattn_params *p) {
     for (int32_t b = 0; b < B; b++) n_items += seq_items(p, &pl, b, NULL);
     work_item *items = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *items);
     if (!items) return kv_set_error(KVATTN_ERR_OUT_OF_MEMORY, "cpu: cannot allocate %lld work items", (long long)n_items);
-    int64_t n = 0, part_rows = 0, n_groups = 0, work = 0;
+    int64_t n = 0, part_rows = 0, n_groups = 0;
+    double work = 0; /* only sizes the thread count; a double cannot overflow on the largest calls */
     for (int32_t b = 0; b < B; b++) {
         const int64_t k = seq_items(p, &pl, b, items + n);
         for (int64_t x = n; x < n + k; x++) {
@@ -804,10 +806,10 @@ int kv_cpu_forward(const kvattn_params *p) {
                     it->group = (it - it->split)->group;
                 }
             }
-            work += (int64_t)(it->khi - it->klo) * it->n_kv * (2 * pl.G * it->nq + 2) * D;
+            work += (double)(it->khi - it->klo) * it->n_kv * (2.0 * pl.G * it->nq + 2) * D;
         }
         n += k;
-        if (p->k_new) work += (int64_t)kv_seq_get(p, b).n_new * Hk * D * 2;
+        if (p->k_new) work += (double)kv_seq_get(p, b).n_new * Hk * D * 2;
     }
 
     /* threads: one per MIN_WORK_PER_THREAD multiply-adds, so a small call (a decode step over short caches) runs on

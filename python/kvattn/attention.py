@@ -253,10 +253,11 @@ def _run(call, p):
         check(lib.kvattn_forward(ref, BACKEND_CPU, None, 0, None), "kvattn_forward")
 
 
-def _check_cu_seqlens_k(cuk, B, total_k, fn):
+def _check_cu_seqlens_k(cuk, B, total_k, fn, capacity=None):
     """flash_attn_varlen_func on the CPU: cu_seqlens_k becomes cache_leftpad / cache_seqlens (packed) or the key
-    counts (paged), so the C library's data checks would name those; check it here, where it can be read."""
-    ck = np.asarray(cuk.obj.cpu() if cuk.kind == "torch" else cuk.obj)
+    counts (paged), so the C library's data checks would name those; check it here, where it can be read.
+    capacity (paged): the keys a block_table row holds."""
+    ck = np.asarray(cuk.obj.cpu() if cuk.kind == "torch" else cuk.obj).astype(np.int64)
     down = np.flatnonzero(ck[1:B + 1] < ck[:B])
     if down.size:
         b = int(down[0])
@@ -267,6 +268,29 @@ def _check_cu_seqlens_k(cuk, B, total_k, fn):
     if total_k is not None and ck[B] > total_k:
         raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[{B}]={int(ck[B])} is past the {total_k} rows "
                                         f"of k", fn)
+    if capacity is not None:
+        over = np.flatnonzero(ck[1:B + 1] - ck[:B] > capacity)
+        if over.size:
+            b = int(over[0])
+            raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: sequence {b} has cu_seqlens_k[{b + 1}] - cu_seqlens_k[{b}]"
+                                            f" = {int(ck[b + 1] - ck[b])} keys, more than the {capacity} positions of "
+                                            f"its block_table row", fn)
+
+
+def _check_cu_new(cu, B, total, name, fn):
+    """The offsets of the new tokens on the CPU, checked here so that the error names the Python argument that
+    holds them (the C library's check would name its field, cu_seqlens_knew)."""
+    c = np.asarray(cu.obj.cpu() if cu.kind == "torch" else cu.obj).astype(np.int64)
+    if c[0] != 0:
+        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[0]={int(c[0])} must be 0", fn)
+    down = np.flatnonzero(c[1:B + 1] < c[:B])
+    if down.size:
+        b = int(down[0])
+        raise KvattnError(ERR_BAD_DATA, f"{name}: must be non-decreasing, got {name}[{b + 1}]={int(c[b + 1])} < "
+                                        f"{name}[{b}]={int(c[b])}", fn)
+    if c[B] > total:
+        why = " (cu_seqlens_k is not given, so cu_seqlens_q counts the new tokens)" if name == "cu_seqlens_q" else ""
+        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[{B}]={int(c[B])} is past the {total} rows of k{why}", fn)
 
 
 def _varlen_q(qa, cuq):
@@ -333,6 +357,9 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     if kn is not None:
         cu_new = cuk if cuk is not None else cuq
         need_index_vector(cu_new, B + 1, "B + 1 row offsets of the new tokens")
+        if not call.is_cuda:
+            _check_cu_new(cu_new, B, kn.shape[0], "cu_seqlens_k" if cuk is not None else "cu_seqlens_q",
+                          call.function)
         p.cu_seqlens_knew = cu_new.ptr
     elif cuk is not None:
         raise KvattnArgumentError("cu_seqlens_k: given without k/v (it counts the new tokens)")
@@ -442,9 +469,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     need_index_vector(cuk, B + 1, "B + 1 row offsets of the keys")
     total_q, H, D = qa.shape
     if bt is not None:
+        capacity = _set_cache(p, call, qa, ka, va, bt, None, B, writes=False)
         if not call.is_cuda:
-            _check_cu_seqlens_k(cuk, B, None, fn)
-        _set_cache(p, call, qa, ka, va, bt, None, B, writes=False)
+            _check_cu_seqlens_k(cuk, B, None, fn, capacity)
         # sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys from position 0 of its pages
         ck = cu_seqlens_k
         lens = ck[1:] - ck[:-1]

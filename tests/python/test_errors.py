@@ -341,14 +341,37 @@ def test_varlen_func_bad_cu_seqlens_k(kvattn, backend, layout):
         k = backend.array(rng.standard_normal((4, 2, Hk, D)), "float16")
         v = backend.array(rng.standard_normal((4, 2, Hk, D)), "float16")
         bt = backend.index([[0, 1], [2, 3]])
-    for cu_k, words in (([0, 4, 2], ["cu_seqlens_k", "non-decreasing"]), ([0, 2, 9], ["cu_seqlens_k", "9"])):
-        if layout == "paged" and cu_k[-1] == 9:
-            continue  # paged: the keys' count past the pages is a capacity failure of that sequence
+    # paged: sequence 1's 7 keys are past the 4 positions of its block_table row
+    past = ["cu_seqlens_k", "9"] if layout == "packed" else ["cu_seqlens_k", "7 keys", "block_table"]
+    for cu_k, words in (([0, 4, 2], ["cu_seqlens_k", "non-decreasing"]), ([0, 2, 9], past)):
         with pytest.raises(kvattn.KvattnError) as info:
             kvattn.flash_attn_varlen_func(q, k, v, cu_q, backend.index(cu_k), 2, 4, block_table=bt)
         assert info.value.status_name == "KVATTN_ERR_BAD_DATA"
         for w in words:
             assert w in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("given", ["cu_seqlens_k", "cu_seqlens_q"])
+def test_varlen_kvcache_bad_new_offsets(kvattn, backend, given):
+    """flash_attn_varlen_func_with_kvcache on the CPU: bad offsets of the new tokens are reported under the
+    Python argument that holds them (cu_seqlens_k, or cu_seqlens_q when cu_seqlens_k is not given), not under the
+    C field cu_seqlens_knew; the caches and out stay byte-identical."""
+    if backend.name == "torch-cuda":
+        pytest.skip("on CUDA, data-dependent failures go to the device status")
+    args, d = base_args(backend)
+    rows = d["k"].shape[0]  # 3 new rows: cu_seqlens_q is [0, 2, 3]
+    bad = [([0, 2, rows + 1], [f"{given}[2]={rows + 1}", f"{rows} rows of k"])]
+    if given == "cu_seqlens_k":
+        bad += [([0, 2, 1], ["cu_seqlens_k", "non-decreasing"]), ([1, 2, 3], ["cu_seqlens_k[0]=1"])]
+    for cu, words in bad:
+        a = dict(args)
+        if given == "cu_seqlens_k":
+            a["cu_seqlens_k"] = backend.index(cu)
+        else:
+            del a["cu_seqlens_k"]
+            a["k"], a["v"] = a["k"][:rows - 1], a["v"][:rows - 1]
+            words = [f"cu_seqlens_q[2]={rows}", f"{rows - 1} rows of k", "cu_seqlens_k is not given"]
+        run_and_expect(kvattn, backend, a, kvattn.KvattnError, words, "KVATTN_ERR_BAD_DATA")
 
 
 def test_requires_grad_is_refused(kvattn, backend):
