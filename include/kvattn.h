@@ -99,7 +99,9 @@ typedef struct kvattn_params {
      * cache row. Paged (block_table != NULL): [num_pages, page_size, Hk, D], "batch" stride per page, any
      * strides (NHD or HND). A sequence's capacity (cache_capacity, or max_pages_per_seq * page_size) is at most
      * KVATTN_MAX_CACHE_TOKENS. When k_new/v_new are given the caches are written, so their elements must not
-     * overlap (as for out and softmax_lse); a cache that is only read may (e.g. batch stride 0). */
+     * overlap (as for out and softmax_lse), neither within one cache nor between k_cache, v_cache, out and
+     * softmax_lse (K and V interleaved in one buffer with the same strides pass); a cache that is only read may
+     * (e.g. batch stride 0). Two sequences appending into the same cache position in one call: unspecified. */
     void *k_cache;
     void *v_cache;
     int64_t k_batch_stride, k_row_stride, k_head_stride;
@@ -128,7 +130,7 @@ typedef struct kvattn_params {
     const float *alibi_slopes;
     int64_t alibi_batch_stride;
 
-    float softmax_scale; /* 0 means 1 / sqrt(D) */
+    float softmax_scale; /* 0 means 1 / sqrt(D); negative, NaN or infinite: KVATTN_ERR_INVALID_ARGUMENT */
     float softcap;       /* 0 = off; else score = softcap * tanh(score / softcap) */
     int32_t causal;      /* 1: same as window_right = 0 */
     int32_t window_left;  /* -1 = unbounded */

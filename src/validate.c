@@ -44,6 +44,64 @@ static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
     return 0;
 }
 
+/* ---- tensors the call writes must not share an element with each other ------------------------------------
+ * A written tensor as validated above: n dimensions (extents ext, element strides str, the last one of stride 1
+ * for the row tensors and caches), elements of esize bytes from base. */
+typedef struct written {
+    const char *name;
+    const char *base;
+    int n, esize;
+    int64_t ext[4], str[4];
+} written;
+
+/* 1 when d (in elements) is a difference of two offsets of one layout: d = sum_k c_k str_k with |c_k| <= ext_k - 1.
+ * Dimensions dim[0..m) of extent > 1 are ordered by decreasing stride, and each stride lies past the reach of the
+ * ones after it (may_overlap said no), so at each level only floor(d / s) and floor(d / s) + 1 can leave a
+ * remainder within the inner reach: at most 2^m paths. */
+static int is_offset_difference(const written *t, const int *dim, int m, int64_t d) {
+    if (m == 0) return d == 0;
+    const int64_t s = t->str[dim[0]], e = t->ext[dim[0]] - 1;
+    int64_t reach = 0;
+    for (int a = 1; a < m; a++) reach += (t->ext[dim[a]] - 1) * t->str[dim[a]];
+    int64_t c = d / s;
+    if (d % s != 0 && d < 0) c--; /* floor */
+    for (int64_t k = c; k <= c + 1; k++) {
+        if (k < -e || k > e) continue;
+        const int64_t r = d - k * s; /* |k * s| <= the tensor's own reach: no overflow */
+        if (r >= -reach && r <= reach && is_offset_difference(t, dim + 1, m - 1, r)) return 1;
+    }
+    return 0;
+}
+
+/* 1 when tensors a and b may share a byte. Same element size and layout (k_cache and v_cache as two views of one
+ * buffer, e.g. [pages, 2, page_size, Hk, D]): exact. Otherwise: whether their byte ranges intersect. */
+static int written_share(const written *a, const written *b) {
+    int64_t la = max_offset(a->n, a->ext, a->str, a->esize), lb = max_offset(b->n, b->ext, b->str, b->esize);
+    for (int k = 0; k < a->n; k++)
+        if (a->ext[k] <= 0) return 0;
+    for (int k = 0; k < b->n; k++)
+        if (b->ext[k] <= 0) return 0;
+    const uintptr_t a0 = (uintptr_t)a->base, a1 = a0 + (uintptr_t)(la + 1) * (uintptr_t)a->esize;
+    const uintptr_t b0 = (uintptr_t)b->base, b1 = b0 + (uintptr_t)(lb + 1) * (uintptr_t)b->esize;
+    if (a1 <= b0 || b1 <= a0) return 0;
+    int same = a->n == b->n && a->esize == b->esize;
+    for (int k = 0; same && k < a->n; k++) same = a->ext[k] == b->ext[k] && a->str[k] == b->str[k];
+    if (!same) return 1;
+    int dim[4], m = 0;
+    for (int k = 0; k < a->n; k++)
+        if (a->ext[k] > 1) dim[m++] = k;
+    for (int x = 1; x < m; x++) /* decreasing stride */
+        for (int c = x; c > 0 && a->str[dim[c]] > a->str[dim[c - 1]]; c--) {
+            int t = dim[c];
+            dim[c] = dim[c - 1];
+            dim[c - 1] = t;
+        }
+    /* b's element j starts d bytes after a's element j: they share a byte with a's element i iff i - j is
+     * floor(d / esize) or, when d is not a multiple of esize, that plus one */
+    const int64_t d = (int64_t)(b0 - a0), q = d / a->esize - (d % a->esize != 0 && d < 0);
+    return is_offset_difference(a, dim, m, q) || (d % a->esize != 0 && is_offset_difference(a, dim, m, q + 1));
+}
+
 #define CHECK_STRIDE(name, v) \
     RETURN_IF((v) < 0, KVATTN_ERR_INVALID_ARGUMENT, "%s: stride %s=%lld must be >= 0", name, #v, (long long)(v))
 
@@ -268,6 +326,38 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         int64_t ext[2] = {B, H}, str[2] = {p->alibi_batch_stride, 1};
         RETURN_IF(max_offset(2, ext, str, 4) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "alibi_slopes: B=%d rows of stride %lld overflow int64 offsets", B, (long long)p->alibi_batch_stride);
+    }
+    /* tensors the call writes, pairwise: out, softmax_lse, and the caches when k_new/v_new are appended */
+    if (B > 0) {
+        written w[4];
+        int nw = 0;
+        w[nw] = (written){"out", (const char *)p->out, 0, esize, {0}, {0}};
+        if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->out_batch_stride; }
+        w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->out_row_stride;
+        w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->out_head_stride;
+        w[nw].ext[w[nw].n] = D; w[nw].str[w[nw].n++] = 1;
+        nw++;
+        if (p->softmax_lse) {
+            w[nw] = (written){"softmax_lse", (const char *)p->softmax_lse, 0, 4, {0}, {0}};
+            if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->lse_batch_stride; }
+            w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->lse_head_stride;
+            w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->lse_row_stride;
+            nw++;
+        }
+        if (p->k_new) {
+            const int64_t rows = p->block_table ? p->num_pages : p->cache_batch,
+                          cap = p->block_table ? p->page_size : p->cache_capacity;
+            w[nw++] = (written){"k_cache", (const char *)p->k_cache, 4, esize, {rows, cap, Hk, D},
+                                {p->k_batch_stride, p->k_row_stride, p->k_head_stride, 1}};
+            w[nw++] = (written){"v_cache", (const char *)p->v_cache, 4, esize, {rows, cap, Hk, D},
+                                {p->v_batch_stride, p->v_row_stride, p->v_head_stride, 1}};
+        }
+        for (int a = 0; a < nw; a++)
+            for (int b = a + 1; b < nw; b++)
+                RETURN_IF(written_share(&w[a], &w[b]), KVATTN_ERR_INVALID_ARGUMENT,
+                          "%s and %s: share memory (%s at %p, %s at %p), and kvattn writes both%s", w[a].name,
+                          w[b].name, w[a].name, (const void *)w[a].base, w[b].name, (const void *)w[b].base,
+                          p->k_new && b >= nw - 2 ? " (k_new/v_new are appended into the caches)" : "");
     }
     return KVATTN_OK;
 }

@@ -61,6 +61,9 @@ ARG_ERRORS = [
     ("seqlens-float", lambda a, be, d: a.update(cache_seqlens=astype(be, a["cache_seqlens"], "float32")),
      TypeError, ["cache_seqlens:", "int32"], None),
     ("q-2d", lambda a, be, d: a.update(q=a["q"][0]), ValueError, ["q:", "3 dimensions"], None),
+    # both caches are written when k/v are appended: one buffer for both would lose the keys
+    ("kcache-is-vcache", lambda a, be, d: a.update(v_cache=a["k_cache"]), ValueError,
+     ["k_cache and v_cache", "share memory", "appended"], "KVATTN_ERR_INVALID_ARGUMENT"),
     ("vcache-shape", lambda a, be, d: a.update(v_cache=a["v_cache"][:-1]), ValueError, ["v_cache:", "shape"], None),
     ("k-shape", lambda a, be, d: a.update(k=a["k"][:, :1], v=a["v"][:, :1]), ValueError, ["k:", "Hk=2"], None),
     ("k-without-v", lambda a, be, d: a.update(v=None), ValueError, ["k/v", "together"], None),
