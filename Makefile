@@ -123,4 +123,4 @@ install: lib
 	  kvattn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kvattn.pc
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-portable

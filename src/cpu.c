@@ -31,6 +31,15 @@
 #define ALIGN 64
 #define PREFETCH_LEVEL 2  /* __builtin_prefetch locality: 2 = L2 (AMD fills L1 too) */
 
+/* A multiply-add for the portable kernels and kv_exp. fmaf is one instruction only when the target has FMA; on
+ * targets without it (-march=x86-64, x86-64-v2) it is a libm call per element that also stops vectorization: the
+ * decode bench ran 50x slower (fifty-second session). There the kernels multiply and add (one more rounding). */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define KV_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define KV_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* ---- element conversions (round to nearest even), fp32 <-> fp16 / bf16 --------------------------------- */
 static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -97,14 +106,14 @@ static inline void store_row(int dtype, void *base, int64_t off, const float *re
 static inline float kv_exp(float x) {
     float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     float n = rintf(xc * 1.44269504088896341f);
-    float r = fmaf(n, -0.693145751953125f, xc);
-    r = fmaf(n, -1.428606765330187e-06f, r);
-    float q = fmaf(r, 1.0f / 720.0f, 1.0f / 120.0f);
-    q = fmaf(q, r, 1.0f / 24.0f);
-    q = fmaf(q, r, 1.0f / 6.0f);
-    q = fmaf(q, r, 0.5f);
-    q = fmaf(q, r, 1.0f);
-    q = fmaf(q, r, 1.0f);
+    float r = KV_FMA(n, -0.693145751953125f, xc);
+    r = KV_FMA(n, -1.428606765330187e-06f, r);
+    float q = KV_FMA(r, 1.0f / 720.0f, 1.0f / 120.0f);
+    q = KV_FMA(q, r, 1.0f / 24.0f);
+    q = KV_FMA(q, r, 1.0f / 6.0f);
+    q = KV_FMA(q, r, 0.5f);
+    q = KV_FMA(q, r, 1.0f);
+    q = KV_FMA(q, r, 1.0f);
     float y = q * bits_f32((uint32_t)((int32_t)n + 127) << 23);
     return x < -87.0f ? 0.0f : y;
 }
@@ -358,10 +367,10 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
         for (int d0 = 0; d0 < Dp; d0 += 16) {
             for (int u = 0; u < 16; u++) {
                 const float kd = k[d0 + u];
-                a0[u] = fmaf(q0[d0 + u], kd, a0[u]);
-                if (NR > 1) a1[u] = fmaf(q1[d0 + u], kd, a1[u]);
-                if (NR > 2) a2[u] = fmaf(q2[d0 + u], kd, a2[u]);
-                if (NR > 3) a3[u] = fmaf(q3[d0 + u], kd, a3[u]);
+                a0[u] = KV_FMA(q0[d0 + u], kd, a0[u]);
+                if (NR > 1) a1[u] = KV_FMA(q1[d0 + u], kd, a1[u]);
+                if (NR > 2) a2[u] = KV_FMA(q2[d0 + u], kd, a2[u]);
+                if (NR > 3) a3[u] = KV_FMA(q3[d0 + u], kd, a3[u]);
             }
         }
         prob[j] = hsum16(a0);
@@ -448,10 +457,10 @@ static inline __attribute__((always_inline)) void tile_pv(const int NR, float *r
             const float p0 = prob[j], p1 = NR > 1 ? prob[KT + j] : 0.0f, p2 = NR > 2 ? prob[2 * KT + j] : 0.0f,
                         p3 = NR > 3 ? prob[3 * KT + j] : 0.0f;
             for (int u = 0; u < 16; u++) {
-                a0[u] = fmaf(p0, v[u], a0[u]);
-                if (NR > 1) a1[u] = fmaf(p1, v[u], a1[u]);
-                if (NR > 2) a2[u] = fmaf(p2, v[u], a2[u]);
-                if (NR > 3) a3[u] = fmaf(p3, v[u], a3[u]);
+                a0[u] = KV_FMA(p0, v[u], a0[u]);
+                if (NR > 1) a1[u] = KV_FMA(p1, v[u], a1[u]);
+                if (NR > 2) a2[u] = KV_FMA(p2, v[u], a2[u]);
+                if (NR > 3) a3[u] = KV_FMA(p3, v[u], a3[u]);
             }
         }
         for (int u = 0; u < 16; u++) {

@@ -20,8 +20,9 @@
 #define H 4
 
 /* out_bound / lse_bound: the largest error allowed (absolute). fp32 partials lose more the more keys one split sums:
- * at ~70 k keys per split the rounding is ~1e-6, at ~750 M (num_splits=2) it reached 1.9e-3 (out) and 1.7e-2 (lse)
- * in the first runs, as keys of ~1 are added to a running sum of ~1e8. A dropped or unwritten split is O(1) or NaN. */
+ * at ~70 k keys per split the rounding is ~1e-6, at ~750 M (num_splits=2) it reached 2.3e-3 (out) and 2.8e-2 (lse)
+ * in the first runs (builds without FMA the larger), as keys of ~1 are added to a running sum of ~1e8. A dropped or
+ * unwritten split is O(1) or NaN. */
 static void run_case(int32_t range, int num_splits, double out_bound, double lse_bound) {
     kvt_case_begin("window of %d keys ending at position %d, num_splits=%d", range, KVATTN_MAX_CACHE_TOKENS - 1,
                    num_splits);
@@ -136,6 +137,6 @@ int main(void) {
         kvt_case_begin("window of ~1.5 G keys, num_splits=2");
         kvt_case_skip("KVATTN_TEST_QUICK");
     } else
-        run_case(PS * kvt_randint(733000, 750000), 2, 1e-2, 5e-2);
+        run_case(PS * kvt_randint(733000, 750000), 2, 2e-2, 0.1);
     return kvt_finish();
 }
