@@ -166,14 +166,16 @@ KVATTN_API kvattn_params kvattn_params_default(void);
 KVATTN_API int kvattn_validate(const kvattn_params *p, int backend);
 
 /* Writes to *bytes the workspace kvattn_forward needs for these params on this backend (0 on the CPU).
- * The size depends only on the arguments, never on data, so one allocation serves a CUDA graph.
+ * The size depends only on the arguments and the current device (its SM count), never on data, so one allocation
+ * serves a CUDA graph replayed with new lengths and block tables; query it on the device that will run the call.
  * Returns KVATTN_OK or the status of kvattn_validate. */
 KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes);
 
 /* One call of SPEC.md: appends k_new/v_new (with rotary) into the cache, then attends.
  * CPU backend: runs synchronously; stream is ignored; workspace may be NULL; data-dependent checks are made
  *   before any write and a failure returns KVATTN_ERR_BAD_DATA having changed nothing.
- * CUDA backend: runs on the current device, enqueued on `stream` (a cudaStream_t, NULL = default stream);
+ * CUDA backend: runs on the current device, enqueued on `stream` (a cudaStream_t, NULL = default stream), which
+ *   must belong to the current device, as must every tensor (not checked: cudaSetDevice first);
  *   allocates nothing, copies nothing to or from the host and never synchronizes; `workspace` is (16-byte aligned) device
  *   memory of at least kvattn_workspace_size() bytes, used by one call at a time. Data-dependent failures
  *   are found on the device: the failing sequence is skipped (its cache and output untouched) and recorded

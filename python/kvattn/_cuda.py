@@ -100,9 +100,10 @@ def launch(params_ref, device_index):
         ws = _workspace(torch, device_index, current, nbytes.value, capturing)
         if capturing and not any(w is ws for w in _captured):
             _captured.append(ws)
-        _last[(device_index, current.cuda_stream)] = ws
         check(lib.kvattn_forward(params_ref, BACKEND_CUDA, ctypes.c_void_p(ws.data_ptr()), ws.numel(),
                                  ctypes.c_void_p(current.cuda_stream)), "kvattn_forward")
+        # only a call that was enqueued wrote a status record: a failed one leaves device_status() on the last one
+        _last[(device_index, current.cuda_stream)] = ws
 
 
 class DeviceStatus:

@@ -194,7 +194,11 @@ static int launch_v0(const kvattn_params *p, const int8_t *seq_ok, const kv_devi
     case 8: e = kv_launch(kv_attn_v0_kernel<T, 8>, grid, 256, 0, stream, 0, *p, seq_ok); break;
     default: return kv_set_error(KVATTN_ERR_INTERNAL, "head_dim=%d: no v0 kernel", p->head_dim);
     }
-    KV_CUDA_CHECK_RET(e);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* the failure is reported here, not left for the caller's next check */
+        return kv_set_error(KVATTN_ERR_CUDA, "kv_attn_v0_kernel launch (head_dim=%d): %s", p->head_dim,
+                            cudaGetErrorString(e));
+    }
     return KVATTN_OK;
 }
 
@@ -369,7 +373,10 @@ static int launch_sm90(int pdp, const kvattn_params *p, const kv_attn_args *a, k
     else if (pdp == 128) e = launch_sm90_dp<T, 128>(p, a, list, dev, stream);
     else if (pdp == 256) e = launch_sm90_dp<T, 256>(p, a, list, dev, stream);
     else return kv_set_error(KVATTN_ERR_INTERNAL, "sm90 prefill kernel: no variant for DP %d", pdp);
-    if (e != cudaSuccess) return kv_set_error(KVATTN_ERR_CUDA, "sm90 prefill kernel: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* reported here, not left for the caller's next check */
+        return kv_set_error(KVATTN_ERR_CUDA, "sm90 prefill kernel (DP %d): %s", pdp, cudaGetErrorString(e));
+    }
     return KVATTN_OK;
 }
 

@@ -327,7 +327,10 @@ extern "C" int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t w
                                         dev.pdl, *p, ok, new_rows, chunks, vec)
                             : kv_launch(kv_append_kernel<__half>, (unsigned)blocks, KV_APPEND_THREADS, 0, stream,
                                         dev.pdl, *p, ok, new_rows, chunks, vec);
-        if (e != cudaSuccess) return kv_set_error(KVATTN_ERR_CUDA, "kv_append_kernel launch: %s", cudaGetErrorString(e));
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError(); /* reported here, not left for the caller's next check */
+            return kv_set_error(KVATTN_ERR_CUDA, "kv_append_kernel launch: %s", cudaGetErrorString(e));
+        }
     }
 
     /* (4) attention over the ok sequences */
