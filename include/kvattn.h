@@ -212,7 +212,7 @@ KVATTN_API int kvattn_device_status_read(const void *workspace, void *stream, kv
 /* ---- page manager for inflight batching (host-side bookkeeping only; it never touches cache data) -------
  * A pool of num_pages pages of page_size tokens, a free list, and per-sequence page lists. Pages may be
  * shared between sequences (a common prompt prefix) and are reference-counted. Every failing call returns
- * an error status and changes nothing. */
+ * an error status and changes nothing. A pool is not thread-safe: serialize the calls on one pool. */
 typedef struct kvattn_pages kvattn_pages;
 
 /* Creates a pool; *out receives it. Returns KVATTN_OK, KVATTN_ERR_INVALID_ARGUMENT or ..._OUT_OF_MEMORY. */
@@ -223,7 +223,9 @@ KVATTN_API void kvattn_pages_destroy(kvattn_pages *pool);
 KVATTN_API int kvattn_pages_add_seq(kvattn_pages *pool, int32_t *seq_id);
 /* Starts a sequence that shares the first `n_tokens` tokens of `parent` (those pages are shared and
  * reference-counted; n_tokens must be a multiple of page_size in [0, parent's length]: only whole pages are
- * shared, so the caller copies a partial last page itself). *seq_id receives the new id; its length is n_tokens. */
+ * shared, so the caller copies a partial last page itself). *seq_id receives the new id; its length is n_tokens.
+ * Share only tokens already written by kvattn_forward: the pool counts appended tokens before any call writes
+ * them, and a child that reads rows its parent writes in the same call gets an unspecified result. */
 KVATTN_API int kvattn_pages_fork(kvattn_pages *pool, int32_t parent, int32_t n_tokens, int32_t *seq_id);
 /* Makes room for n_tokens more tokens in seq_id (taking free pages as needed) and counts them as appended:
  * the sequence's length grows by n_tokens. Returns KVATTN_ERR_OUT_OF_PAGES (nothing changed) when the pool

@@ -118,7 +118,12 @@ class PagedKVCache:
 
     def fork(self, parent, n_tokens=None):
         """Starts a sequence sharing the first n_tokens tokens of `parent` (default: all of them; must be a
-        multiple of page_size). The shared pages are reference-counted, never copied. Returns the new id."""
+        multiple of page_size). The shared pages are reference-counted, never copied. Returns the new id.
+
+        Share only tokens already written: fork after the attention call of the step that appended them. Forking
+        tokens that are still pending (counted by step() or append() but not yet written by the call) lets the
+        child read rows that the parent writes in the same call, which is unspecified (docs/DECISIONS.md,
+        "Aliased rows")."""
         if n_tokens is None:
             n_tokens = self.seq_len(parent)
         sid = ctypes.c_int32()
@@ -171,6 +176,8 @@ class PagedKVCache:
         wrong (KvattnArgumentError), nothing changes. out: as in tables()."""
         seq_ids = [_i32("seq_ids", s) for s in seq_ids]
         n_new = [_i32("n_new", n) for n in n_new]
+        if out is not None and not isinstance(out, tuple):
+            out = tuple(out)  # read once: a one-shot iterable would be empty in tables(), after the appends
         if len(n_new) != len(seq_ids):
             raise KvattnArgumentError(f"n_new: {len(n_new)} counts for {len(seq_ids)} sequences")
         if len(set(seq_ids)) != len(seq_ids):

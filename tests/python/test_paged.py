@@ -93,6 +93,19 @@ def test_step_with_unwritable_out_changes_nothing(kvattn, backend):
         assert (c.seq_len(a), c.free_pages) == (0, 8)
 
 
+def test_step_out_as_an_iterator(kvattn, backend):
+    """out given as a one-shot iterable is read once: the step fills the buffers (it used to append, then find the
+    iterator empty in tables() and raise, leaving 3 tokens counted that no call would write)."""
+    c = make_cache(kvattn, backend, num_pages=8, page_size=2, Hk=1, D=8)
+    a = c.add_seq()
+    bt_buf, sl_buf = backend.index(np.zeros((1, 4))), backend.index(np.zeros(1))
+    res = c.step([a], [3], out=iter((bt_buf, sl_buf)))
+    assert res[0] is bt_buf and res[1] is sl_buf
+    assert (c.seq_len(a), c.free_pages) == (3, 6)
+    row = backend.to64(bt_buf).astype(int)[0]
+    assert (row[:2] >= 0).all() and (row[2:] == -1).all() and int(backend.to64(sl_buf)[0]) == 0
+
+
 def test_numpy_dtype_spellings(kvattn):
     for spelling, name in (("f2", "float16"), ("half", "float16"), ("<f4", "float32"), ("e", "float16"),
                            (np.float32, "float32"), ("float16", "float16")):
