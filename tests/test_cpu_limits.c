@@ -20,9 +20,10 @@
 #define H 4
 
 /* out_bound / lse_bound: the largest error allowed (absolute). fp32 partials lose more the more keys one split sums:
- * at ~70 k keys per split the rounding is ~1e-6, at ~750 M (num_splits=2) it reached 2.3e-3 (out) and 2.8e-2 (lse)
- * in the first runs (builds without FMA the larger), as keys of ~1 are added to a running sum of ~1e8. A dropped or
- * unwritten split is O(1) or NaN. */
+ * at ~70 k keys per split the rounding is ~1e-6; at ~750 M (num_splits=2), as keys of ~1 are added to a running sum
+ * of ~1e8, page 0's part was off by up to ~10%, which the result shows only through page 0's weight (below): with
+ * page 1 scoring 20 higher, 2.3e-5 (out) and 3.0e-4 (lse) in three seeds (with a lift of ~15 it had reached 0.11 in
+ * lse, in a CI run). A dropped or unwritten split is O(1) or NaN. */
 static void run_case(int32_t range, int num_splits, double out_bound, double lse_bound) {
     kvt_case_begin("window of %d keys ending at position %d, num_splits=%d", range, KVATTN_MAX_CACHE_TOKENS - 1,
                    num_splits);
@@ -41,10 +42,15 @@ static void run_case(int32_t range, int num_splits, double out_bound, double lse
     for (int i = 0; i < H * D; i++) q[i] = q0[i % D] + noise[i];
     kvt_fill(KVATTN_F32, kc, 2 * PS * D, -1, 1);
     kvt_fill(KVATTN_F32, vc, 2 * PS * D, -1, 1);
-    /* page 1 (the window's last page, in the last split) scores ~15 higher than page 0 in every head: its 2048
-     * keys outweigh the window's other ~10^8 - 10^9, so a dropped last split moves out by O(1) */
+    /* page 1 (the window's last page, in the last split) scores 20 (+-0.5) higher than page 0 in every head: its
+     * 2048 keys outweigh the window's other ~10^8 - 10^9 by ~10^3, so a dropped last split moves out by O(1), while
+     * the fp32 rounding of the long sums over page 0 (which reached ~10% of that part at 750 M keys per split)
+     * stays small in the result */
+    double qq = 0;
+    for (int d = 0; d < D; d++) qq += (double)q0[d] * q0[d];
+    const float lift = (float)(20.0 * sqrt((double)D) / qq); /* score = dot / sqrt(D) */
     for (int r = PS; r < 2 * PS; r++)
-        for (int d = 0; d < D; d++) kc[r * D + d] += 8.0f * q0[d];
+        for (int d = 0; d < D; d++) kc[r * D + d] += lift * q0[d];
     for (int i = 0; i < H * D + 4; i++) out[i] = NAN;
     for (int i = 0; i < H + 4; i++) lse[i] = NAN;
 
@@ -137,6 +143,6 @@ int main(void) {
         kvt_case_begin("window of ~1.5 G keys, num_splits=2");
         kvt_case_skip("KVATTN_TEST_QUICK");
     } else
-        run_case(PS * kvt_randint(733000, 750000), 2, 2e-2, 0.1);
+        run_case(PS * kvt_randint(733000, 750000), 2, 1e-3, 5e-3);
     return kvt_finish();
 }
