@@ -110,7 +110,9 @@ static double bench_read_ceiling_tbs(size_t bytes, int reps) {
 
 static int g_quick;
 static double g_read_tbs, g_copy_tbs;
-static int g_rope; /* KVATTN_BENCH_APPEND=2: the appended keys get rotary (full head dim, halves paired) */
+/* KVATTN_BENCH_APPEND=2: the appended keys get rotary (full head dim, adjacent channels paired: rotary_interleaved,
+ * the default) */
+static int g_rope;
 
 /* A plain read of `bytes` (the read-ceiling kernel over two rotated buffers, each larger than the L2): median us of
  * one launch isolated and per launch back to back (*b2b_us). What a kernel that only reads a decode shape's K and V
@@ -465,9 +467,9 @@ static double bp_check_rows(bproblem *P, int c, int b, int r0, int cnt, int s_k,
 }
 
 /* The appended rows of sequence b in cache copy c against k_new / v_new: v bit for bit, k too without rotary, and
- * with rotary against rope(k_new) in double (GPT-J pairs, position S + t) within u |x| (its rounding to bf16 is at
- * most u/2 |x|). Otherwise the reference, which reads the keys back from the cache, would take a wrong append for
- * the truth. */
+ * with rotary against the reference's rope of k_new (kvref_rope_channel, position S + t, the call's pairing) within
+ * u |x| (its rounding to bf16 is at most u/2 |x|). Otherwise the reference, which reads the keys back from the
+ * cache, would take a wrong append for the truth. */
 static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
     const int nn = P->n_new[b];
     if (nn <= 0) return;
@@ -476,6 +478,9 @@ static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
     CK(cudaMemcpy(kn, (char *)P->kn + (size_t)P->cu_kn_h[b] * rb, (size_t)nn * rb, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(vn, (char *)P->vn + (size_t)P->cu_kn_h[b] * rb, (size_t)nn * rb, cudaMemcpyDeviceToHost));
     const double u = ldexp(1.0, -8);
+    kvattn_params hp = P->p[c]; /* the call's rotary settings, with the host copies of its tables */
+    hp.rotary_cos = P->rcos_h;
+    hp.rotary_sin = P->rsin_h;
     for (int t = 0; t < nn; t++) {
         const int pos = P->S[b] + t;
         size_t off;
@@ -490,17 +495,12 @@ static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
             continue;
         }
         for (int h = 0; h < HK; h++)
-            for (int i = 0; i < D / 2; i++) {
-                const uint16_t *x = kn + (size_t)t * row + (size_t)h * D;
-                const double x0 = kvref_load(KVATTN_BF16, x, 2 * i), x1 = kvref_load(KVATTN_BF16, x, 2 * i + 1);
-                const double cs = P->rcos_h[(size_t)pos * (D / 2) + i], sn = P->rsin_h[(size_t)pos * (D / 2) + i];
-                const double r[2] = {x0 * cs - x1 * sn, x1 * cs + x0 * sn};
-                for (int k = 0; k < 2; k++) {
-                    const double g = kvref_load(KVATTN_BF16, kg + (size_t)h * D, 2 * i + k), err = fabs(g - r[k]);
-                    const double bound = u * fabs(r[k]) + 1e-30;
-                    if (!(err <= bound)) *ok = 0;
-                    if (!(err / bound <= *frac)) *frac = err != err ? INFINITY : err / bound;
-                }
+            for (int ch = 0; ch < D; ch++) {
+                const double r = kvref_rope_channel(&hp, kn + (size_t)t * row + (size_t)h * D, ch, pos, NULL);
+                const double g = kvref_load(KVATTN_BF16, kg + (size_t)h * D, ch), err = fabs(g - r);
+                const double bound = u * fabs(r) + 1e-30;
+                if (!(err <= bound)) *ok = 0;
+                if (!(err / bound <= *frac)) *frac = err != err ? INFINITY : err / bound;
             }
     }
     free(kn);
