@@ -436,24 +436,28 @@ static double bp_check_rows(bproblem *P, int c, int b, int r0, int cnt, int s_k,
     r.out_row_stride = H * D;
     r.out_head_stride = D;
     double *oref = calloc((size_t)cnt * H * D, sizeof(double)), *lref = calloc((size_t)cnt * H, sizeof(double));
+    double *qsens = calloc((size_t)cnt * H, sizeof(double)); /* 0 without rotary */
     double maxerr = 0;
-    if (kvref_forward(&r, oref, lref)) *ok = 0;
+    if (kvref_forward_sens(&r, oref, lref, -1, qsens)) *ok = 0;
     const double u = ldexp(1.0, -8);
     for (int i = 0; i < cnt; i++)
         for (int h = 0; h < H; h++) {
             double ss = 0;
             for (int d = 0; d < D; d++) ss += oref[((size_t)i * H + h) * D + d] * oref[((size_t)i * H + h) * D + d];
             const double rms = sqrt(ss / D);
+            /* with rotary the kernel rounds rope(q) to bf16: scores move by up to u/2 qsens (ref.h), lse by as
+             * much and out by twice that (|v| < 1), as in the tests' harness */
+            const double dq = 0.5 * u * qsens[(size_t)i * H + h];
             for (int d = 0; d < D; d++) {
                 size_t e = ((size_t)i * H + h) * D + d;
                 double g = kvref_load(KVATTN_BF16, oh, (int64_t)e), w = oref[e], err = fabs(g - w);
-                const double bound = 2 * u * fabs(w) + 4 * u * rms;
+                const double bound = 2 * u * fabs(w) + 4 * u * rms + 2 * dq;
                 if (!(err <= bound)) *ok = 0;
                 if (err > maxerr || err != err) maxerr = err;
                 if (!(err / bound <= *frac)) *frac = err != err ? INFINITY : err / bound;
             }
             double gl = lh[(size_t)h * cnt + i], wl = lref[(size_t)i * H + h];
-            const double lb = 5e-5 * (1 + fabs(wl)), le = fabs(gl - wl);
+            const double lb = 5e-5 * (1 + fabs(wl)) + dq, le = fabs(gl - wl);
             if (!(le <= lb)) *ok = 0;
             if (!(le / lb <= *frac)) *frac = le != le ? INFINITY : le / lb;
         }
@@ -463,12 +467,14 @@ static double bp_check_rows(bproblem *P, int c, int b, int r0, int cnt, int s_k,
     free(lh);
     free(oref);
     free(lref);
+    free(qsens);
     return maxerr;
 }
 
 /* The appended rows of sequence b in cache copy c against k_new / v_new: v bit for bit, k too without rotary, and
  * with rotary against the reference's rope of k_new (kvref_rope_channel, position S + t, the call's pairing) within
- * u |x| (its rounding to bf16 is at most u/2 |x|). Otherwise the reference, which reads the keys back from the
+ * the tests' bound: one bf16 ulp of the value plus 8 fp32 roundings of its terms' magnitude (x cos and y sin can
+ * cancel, and the kernel forms them in fp32). Otherwise the reference, which reads the keys back from the
  * cache, would take a wrong append for the truth. */
 static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
     const int nn = P->n_new[b];
@@ -477,7 +483,6 @@ static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
     uint16_t *kn = malloc((size_t)nn * rb), *vn = malloc((size_t)nn * rb), *kg = malloc(rb), *vg = malloc(rb);
     CK(cudaMemcpy(kn, (char *)P->kn + (size_t)P->cu_kn_h[b] * rb, (size_t)nn * rb, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(vn, (char *)P->vn + (size_t)P->cu_kn_h[b] * rb, (size_t)nn * rb, cudaMemcpyDeviceToHost));
-    const double u = ldexp(1.0, -8);
     kvattn_params hp = P->p[c]; /* the call's rotary settings, with the host copies of its tables */
     hp.rotary_cos = P->rcos_h;
     hp.rotary_sin = P->rsin_h;
@@ -496,9 +501,10 @@ static void bp_check_append(bproblem *P, int c, int b, int *ok, double *frac) {
         }
         for (int h = 0; h < HK; h++)
             for (int ch = 0; ch < D; ch++) {
-                const double r = kvref_rope_channel(&hp, kn + (size_t)t * row + (size_t)h * D, ch, pos, NULL);
+                double mag;
+                const double r = kvref_rope_channel(&hp, kn + (size_t)t * row + (size_t)h * D, ch, pos, &mag);
                 const double g = kvref_load(KVATTN_BF16, kg + (size_t)h * D, ch), err = fabs(g - r);
-                const double bound = u * fabs(r) + 1e-30;
+                const double bound = kvref_ulp(KVATTN_BF16, r) + 8 * ldexp(1.0, -24) * mag; /* the harness's */
                 if (!(err <= bound)) *ok = 0;
                 if (!(err / bound <= *frac)) *frac = err != err ? INFINITY : err / bound;
             }
