@@ -21,21 +21,28 @@ static int64_t max_offset(int n, const int64_t *extent, const int64_t *stride, i
     return off;
 }
 
-/* 1 when two elements of a tensor that the call writes could share an address: with its dimensions of extent > 1
- * ordered by stride, each stride must lie past the largest offset that the dimensions inside it reach (so a
- * stride of 0, or a head stride below D, is an overlap). Call after max_offset, which excludes overflow. */
-static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
-    int idx[5], m = 0;
-    for (int k = 0; k < n; k++) {
-        if (extent[k] <= 0) return 0; /* empty: nothing is written */
+/* The dimensions of extent > 1 (at most 5), in increasing stride order, into idx; returns their number. */
+static int dims_by_stride(int n, const int64_t *extent, const int64_t *stride, int *idx) {
+    int m = 0;
+    for (int k = 0; k < n; k++)
         if (extent[k] > 1) idx[m++] = k;
-    }
-    for (int a = 1; a < m; a++) /* insertion sort by stride */
+    for (int a = 1; a < m; a++) /* insertion sort */
         for (int c = a; c > 0 && stride[idx[c]] < stride[idx[c - 1]]; c--) {
             int t = idx[c];
             idx[c] = idx[c - 1];
             idx[c - 1] = t;
         }
+    return m;
+}
+
+/* 1 when two elements of a tensor that the call writes could share an address: with its dimensions of extent > 1
+ * ordered by stride, each stride must lie past the largest offset that the dimensions inside it reach (so a
+ * stride of 0, or a head stride below D, is an overlap). Call after max_offset, which excludes overflow. */
+static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
+    for (int k = 0; k < n; k++)
+        if (extent[k] <= 0) return 0; /* empty: nothing is written */
+    int idx[5];
+    const int m = dims_by_stride(n, extent, stride, idx);
     int64_t reach = 0;
     for (int a = 0; a < m; a++) {
         if (stride[idx[a]] <= reach) return 1;
@@ -55,20 +62,20 @@ typedef struct written {
 } written;
 
 /* 1 when d (in elements) is a difference of two offsets of one layout: d = sum_k c_k str_k with |c_k| <= ext_k - 1.
- * Dimensions dim[0..m) of extent > 1 are ordered by decreasing stride, and each stride lies past the reach of the
- * ones after it (may_overlap said no), so at each level only floor(d / s) and floor(d / s) + 1 can leave a
- * remainder within the inner reach: at most 2^m paths. */
+ * Dimensions dim[0..m) of extent > 1 are in increasing stride order (dims_by_stride), and each stride lies past the
+ * reach of the ones before it (may_overlap said no), so at each level, from the largest stride down, only
+ * floor(d / s) and floor(d / s) + 1 can leave a remainder within the inner reach: at most 2^m paths. */
 static int is_offset_difference(const written *t, const int *dim, int m, int64_t d) {
     if (m == 0) return d == 0;
-    const int64_t s = t->str[dim[0]], e = t->ext[dim[0]] - 1;
+    const int64_t s = t->str[dim[m - 1]], e = t->ext[dim[m - 1]] - 1;
     int64_t reach = 0;
-    for (int a = 1; a < m; a++) reach += (t->ext[dim[a]] - 1) * t->str[dim[a]];
+    for (int a = 0; a < m - 1; a++) reach += (t->ext[dim[a]] - 1) * t->str[dim[a]];
     int64_t c = d / s;
     if (d % s != 0 && d < 0) c--; /* floor */
     for (int64_t k = c; k <= c + 1; k++) {
         if (k < -e || k > e) continue;
         const int64_t r = d - k * s; /* |k * s| <= the tensor's own reach: no overflow */
-        if (r >= -reach && r <= reach && is_offset_difference(t, dim + 1, m - 1, r)) return 1;
+        if (r >= -reach && r <= reach && is_offset_difference(t, dim, m - 1, r)) return 1;
     }
     return 0;
 }
@@ -87,15 +94,8 @@ static int written_share(const written *a, const written *b) {
     int same = a->n == b->n && a->esize == b->esize;
     for (int k = 0; same && k < a->n; k++) same = a->ext[k] == b->ext[k] && a->str[k] == b->str[k];
     if (!same) return 1;
-    int dim[4], m = 0;
-    for (int k = 0; k < a->n; k++)
-        if (a->ext[k] > 1) dim[m++] = k;
-    for (int x = 1; x < m; x++) /* decreasing stride */
-        for (int c = x; c > 0 && a->str[dim[c]] > a->str[dim[c - 1]]; c--) {
-            int t = dim[c];
-            dim[c] = dim[c - 1];
-            dim[c - 1] = t;
-        }
+    int dim[5];
+    const int m = dims_by_stride(a->n, a->ext, a->str, dim);
     /* b's element j starts d bytes after a's element j: they share a byte with a's element i iff i - j is
      * floor(d / esize) or, when d is not a multiple of esize, that plus one */
     const int64_t d = (int64_t)(b0 - a0), q = d / a->esize - (d % a->esize != 0 && d < 0);
