@@ -231,6 +231,12 @@ KVATTN_API int kvattn_pages_fork(kvattn_pages *pool, int32_t parent, int32_t n_t
  * the sequence's length grows by n_tokens. Returns KVATTN_ERR_OUT_OF_PAGES (nothing changed) when the pool
  * is short. A shared last page is never written into: appending after a fork starts a fresh page. */
 KVATTN_API int kvattn_pages_append(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens);
+/* Shortens seq_id to its first n_tokens tokens (n_tokens in [0, its length]), e.g. to drop rejected speculative
+ * tokens or to roll back a step that was not run. Pages past the new length go back to the free list unless
+ * another sequence shares them; the rows of the kept partial last page past n_tokens are overwritten by the next
+ * append. Refused (KVATTN_ERR_INVALID_ARGUMENT, nothing changed) when n_tokens would end the sequence inside a
+ * page shared with a forked sequence: truncate to a multiple of page_size and append the rest again. */
+KVATTN_API int kvattn_pages_truncate(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens);
 /* Ends a sequence and returns the pages nobody else references to the free list. */
 KVATTN_API int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id);
 /* Writes, for the batch seq_ids[0..n), block_table row b (at b * block_table_stride, max_pages_per_seq

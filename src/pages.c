@@ -204,6 +204,35 @@ int kvattn_pages_append(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens) {
     return KVATTN_OK;
 }
 
+int kvattn_pages_truncate(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens) {
+    kv_clear_error();
+    RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_truncate: pool is NULL");
+    RETURN_IF(!find_seq(pool, seq_id), KVATTN_ERR_INVALID_ARGUMENT,
+              "kvattn_pages_truncate: seq_id=%d is not a live sequence", seq_id);
+    kv_page_seq *seq = &pool->seqs[seq_id];
+    RETURN_IF(n_tokens < 0 || n_tokens > seq->length, KVATTN_ERR_INVALID_ARGUMENT,
+              "kvattn_pages_truncate: n_tokens=%d must be in [0, %d] (the length of seq_id=%d)", n_tokens, seq->length,
+              seq_id);
+    int32_t keep = (int32_t)pages_for(n_tokens, pool->page_size);
+    /* the invariant at the top: a kept page that becomes partial must be ours alone, since the next append writes
+     * into it (a page shared by a fork is full in every holder, and stays so) */
+    if (n_tokens % pool->page_size != 0) {
+        int32_t last = seq->pages[keep - 1];
+        RETURN_IF(pool->refcount[last] != 1, KVATTN_ERR_INVALID_ARGUMENT,
+                  "kvattn_pages_truncate: n_tokens=%d would end seq_id=%d inside page %d, which %d other sequence(s) "
+                  "share (forked); truncate to a multiple of page_size=%d (%d) and append the rest again",
+                  n_tokens, seq_id, last, pool->refcount[last] - 1, pool->page_size,
+                  n_tokens / pool->page_size * pool->page_size);
+    }
+    for (int32_t i = seq->num_pages - 1; i >= keep; i--) { /* reverse, as release */
+        int32_t page = seq->pages[i];
+        if (--pool->refcount[page] == 0) pool->free_list[pool->num_free++] = page;
+    }
+    seq->num_pages = keep;
+    seq->length = n_tokens;
+    return KVATTN_OK;
+}
+
 int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id) {
     kv_clear_error();
     RETURN_IF(!pool, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_release: pool is NULL");

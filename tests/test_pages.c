@@ -268,6 +268,58 @@ static void test_fork_sharing(void) {
     kvattn_pages_destroy(pool);
 }
 
+/* truncate: bad arguments change nothing; pages past the new length return to the pool (with their last holder);
+ * a cut inside a page shared by a fork is refused; after a cut the next append refills the kept partial page. */
+static void test_truncate(void) {
+    kvattn_pages *pool;
+    CHECK_STATUS(kvattn_pages_create(&pool, 8, 16), KVATTN_OK);
+    int32_t a, child, len, t[8], t2[8];
+    CHECK_STATUS(kvattn_pages_add_seq(pool, &a), KVATTN_OK);
+    CHECK_STATUS(kvattn_pages_append(pool, a, 50), KVATTN_OK); /* 4 pages, the last holds 2 tokens */
+    CHECK_STATUS(kvattn_pages_fill(pool, &a, 1, NULL, t, 8, 8, &len), KVATTN_OK);
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 51), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("n_tokens=51");
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, -1), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(kvattn_pages_truncate(pool, 9, 0), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("seq_id=9");
+    CHECK_STATUS(kvattn_pages_truncate(NULL, a, 0), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK(kvattn_pages_seq_len(pool, a) == 50 && kvattn_pages_used_count(pool) == 4, "a refused cut changed the pool");
+
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 50), KVATTN_OK); /* no-op */
+    CHECK(kvattn_pages_seq_len(pool, a) == 50 && kvattn_pages_used_count(pool) == 4, "truncate to the length");
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 20), KVATTN_OK); /* drops pages 3 and 4, keeps page 2 partial */
+    CHECK(kvattn_pages_seq_len(pool, a) == 20 && kvattn_pages_seq_num_pages(pool, a) == 2 &&
+              kvattn_pages_used_count(pool) == 2 && kvattn_pages_free_count(pool) == 6,
+          "after the cut to 20: len %d pages %d used %d", kvattn_pages_seq_len(pool, a),
+          kvattn_pages_seq_num_pages(pool, a), kvattn_pages_used_count(pool));
+    CHECK_STATUS(kvattn_pages_fill(pool, &a, 1, NULL, t2, 8, 8, &len), KVATTN_OK);
+    CHECK(t2[0] == t[0] && t2[1] == t[1] && t2[2] == -1 && len == 20, "kept pages and length");
+    /* the next append fills page 2 first (12 free rows), then takes the freed pages again, in their old order */
+    CHECK_STATUS(kvattn_pages_append(pool, a, 30), KVATTN_OK);
+    CHECK_STATUS(kvattn_pages_fill(pool, &a, 1, NULL, t2, 8, 8, &len), KVATTN_OK);
+    CHECK(len == 50 && t2[1] == t[1] && t2[2] == t[2] && t2[3] == t[3] && t2[4] == -1, "re-append");
+
+    /* with a fork sharing pages 1 and 2 (32 tokens): a cut inside page 2 is refused, at 32 or 16 allowed */
+    CHECK_STATUS(kvattn_pages_fork(pool, a, 32, &child), KVATTN_OK);
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 31), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("share");
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 5), KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK(kvattn_pages_seq_len(pool, a) == 50 && kvattn_pages_used_count(pool) == 4, "refused cut changed the pool");
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 32), KVATTN_OK);
+    CHECK(kvattn_pages_used_count(pool) == 2, "pages 3, 4 freed (used %d)", kvattn_pages_used_count(pool));
+    CHECK_STATUS(kvattn_pages_truncate(pool, a, 0), KVATTN_OK);
+    CHECK(kvattn_pages_used_count(pool) == 2 && kvattn_pages_seq_num_pages(pool, a) == 0,
+          "shared pages stay with the child (used %d)", kvattn_pages_used_count(pool));
+    CHECK_STATUS(kvattn_pages_truncate(pool, child, 17), KVATTN_OK); /* now the child's own: a partial cut is fine */
+    CHECK(kvattn_pages_used_count(pool) == 2 && kvattn_pages_seq_len(pool, child) == 17, "child cut");
+    CHECK_STATUS(kvattn_pages_append(pool, child, 15), KVATTN_OK);
+    CHECK(kvattn_pages_used_count(pool) == 2, "child refilled its page 2 (used %d)", kvattn_pages_used_count(pool));
+    CHECK_STATUS(kvattn_pages_release(pool, child), KVATTN_OK);
+    CHECK_STATUS(kvattn_pages_release(pool, a), KVATTN_OK);
+    CHECK(kvattn_pages_free_count(pool) == 8, "all free");
+    kvattn_pages_destroy(pool);
+}
+
 static void test_fill(void) {
     kvattn_pages *pool;
     int32_t ids[3];
@@ -472,12 +524,12 @@ static void test_stress(void) {
         CHECK_STATUS(kvattn_pages_create(&pool, ST_NUM_PAGES, page_size), KVATTN_OK);
         static model_seq m[ST_SEQS];
         memset(m, 0, sizeof(m));
-        int n_ok = 0, n_oop = 0, n_fork = 0;
+        int n_ok = 0, n_oop = 0, n_fork = 0, n_trunc = 0, n_trunc_shared = 0;
         for (int op = 0; op < 6000 && !g_case_failed; op++) {
             int32_t live[ST_SEQS], n_live = 0;
             for (int id = 0; id < ST_SEQS; id++)
                 if (m[id].live) live[n_live++] = id;
-            int kind = (int)(rnd() % 10);
+            int kind = (int)(rnd() % 11);
             if (n_live == 0 || (kind == 0 && n_live < 40)) { /* add */
                 int32_t id;
                 CHECK_STATUS(kvattn_pages_add_seq(pool, &id), KVATTN_OK);
@@ -530,6 +582,27 @@ static void test_stress(void) {
                     m[id].len += n_tok;
                     n_ok++;
                 }
+            } else if (kind == 10) { /* truncate, sometimes past the length; refused inside a shared page */
+                int32_t id = live[rnd() % (uint32_t)n_live];
+                int32_t n_tok = rnd_in(-1, m[id].len + 1);
+                int shared_cut = 0;
+                if (n_tok > 0 && n_tok < m[id].len && n_tok % page_size != 0) {
+                    int32_t page = m[id].pages[n_tok / page_size];
+                    for (int other = 0; other < ST_SEQS; other++)
+                        if (other != id && m[other].live)
+                            for (int j = 0; j < m[other].npages; j++) shared_cut |= m[other].pages[j] == page;
+                }
+                int valid = n_tok >= 0 && n_tok <= m[id].len && !shared_cut;
+                int st = kvattn_pages_truncate(pool, id, n_tok);
+                CHECK(st == (valid ? KVATTN_OK : KVATTN_ERR_INVALID_ARGUMENT), "truncate(%d, %d) of len %d -> %d", id,
+                      n_tok, m[id].len, st);
+                if (st == KVATTN_OK) {
+                    m[id].len = n_tok;
+                    m[id].npages = (n_tok + page_size - 1) / page_size;
+                    n_trunc++;
+                } else if (shared_cut) {
+                    n_trunc_shared++;
+                }
             } else if (kind == 7 || (kind == 8 && kvattn_pages_free_count(pool) < ST_NUM_PAGES / 8)) { /* release */
                 int32_t id = live[rnd() % (uint32_t)n_live];
                 CHECK_STATUS(kvattn_pages_release(pool, id), KVATTN_OK);
@@ -556,9 +629,10 @@ static void test_stress(void) {
                 break;
             }
         }
-        CHECK(n_oop > 10 && n_fork > 10 && n_ok > 100, "stress coverage: %d appends, %d out-of-pages, %d forks", n_ok,
-              n_oop, n_fork);
-        printf("  stress page_size %d: %d appends, %d out-of-pages, %d forks\n", page_size, n_ok, n_oop, n_fork);
+        CHECK(n_oop > 10 && n_fork > 10 && n_ok > 100 && n_trunc > 100,
+              "stress coverage: %d appends, %d out-of-pages, %d forks, %d truncations", n_ok, n_oop, n_fork, n_trunc);
+        printf("  stress page_size %d: %d appends, %d out-of-pages, %d forks, %d truncations (%d refused: shared "
+               "page)\n", page_size, n_ok, n_oop, n_fork, n_trunc, n_trunc_shared);
         for (int id = 0; id < ST_SEQS; id++)
             if (m[id].live) CHECK_STATUS(kvattn_pages_release(pool, id), KVATTN_OK);
         CHECK(kvattn_pages_free_count(pool) == ST_NUM_PAGES, "all pages free at the end");
@@ -578,6 +652,7 @@ int main(void) {
     run_case("exhaustion_changes_nothing", test_exhaustion_changes_nothing);
     run_case("release_and_reuse", test_release_and_reuse);
     run_case("fork_sharing", test_fork_sharing);
+    run_case("truncate", test_truncate);
     run_case("fill", test_fill);
     run_case("page_size_one", test_page_size_one);
     run_case("unknown_ids_at_the_end", test_unknown_ids_at_the_end);

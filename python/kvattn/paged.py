@@ -126,6 +126,11 @@ class PagedKVCache:
         "Aliased rows")."""
         if n_tokens is None:
             n_tokens = self.seq_len(parent)
+            if n_tokens > 0 and n_tokens % self.page_size:
+                raise KvattnArgumentError(
+                    f"fork: parent {parent} holds {n_tokens} tokens, not a multiple of page_size={self.page_size}, "
+                    f"so they cannot all be shared; pass n_tokens={n_tokens // self.page_size * self.page_size} "
+                    f"and append the rest to the child")
         sid = ctypes.c_int32()
         check(lib.kvattn_pages_fork(self._handle(), _i32("parent", parent), _i32("n_tokens", n_tokens),
                                     ctypes.byref(sid)),
@@ -140,11 +145,29 @@ class PagedKVCache:
 
     def append(self, seq_id, n_tokens):
         """Reserves room for n_tokens more tokens of seq_id (taking free pages as needed) and counts them as
-        appended. Raises KvattnError(KVATTN_ERR_OUT_OF_PAGES) and changes nothing when the pool is short."""
+        appended. Raises KvattnError(KVATTN_ERR_OUT_OF_PAGES) and changes nothing when the pool is short, and
+        KvattnArgumentError (nothing changed) when the sequence would hold more than max_pages_per_seq pages."""
+        if self.max_pages_per_seq is not None:
+            sid, n = _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)
+            length = self.seq_len(sid)
+            if length >= 0 and n > 0:
+                pages_after = max(self.seq_num_pages(sid), -(-(length + n) // self.page_size))
+                if pages_after > self.max_pages_per_seq:
+                    raise KvattnArgumentError(
+                        f"n_tokens: sequence {sid} would hold {pages_after} pages ({length} + {n} tokens of "
+                        f"{self.page_size}), more than max_pages_per_seq={self.max_pages_per_seq}")
         check(lib.kvattn_pages_append(self._handle(), _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)),
               "kvattn_pages_append")
 
     reserve = append
+
+    def truncate(self, seq_id, n_tokens):
+        """Shortens seq_id to its first n_tokens tokens (e.g. to drop rejected speculative tokens after a
+        verification step). Pages past the new length return to the pool unless another sequence shares them.
+        Raises KvattnArgumentError and changes nothing when n_tokens is outside [0, length] or would end the
+        sequence inside a page it shares with a forked sequence (truncate to a multiple of page_size then)."""
+        check(lib.kvattn_pages_truncate(self._handle(), _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)),
+              "kvattn_pages_truncate")
 
     def seq_len(self, seq_id):
         """Tokens of the sequence (counting those appended for a step not yet run); -1 for an unknown id."""
@@ -204,8 +227,8 @@ class PagedKVCache:
             raise KvattnError(ERR_OUT_OF_PAGES, f"this step needs {need} more pages but only {self.free_pages} of "
                                                 f"{self.num_pages} are free (page_size={self.page_size})",
                               "PagedKVCache.step")
-        for s, n in zip(seq_ids, n_new):
-            self.append(s, n)
+        for s, n in zip(seq_ids, n_new):  # checked above against the table's width (out's when given)
+            check(lib.kvattn_pages_append(self._handle(), s, n), "kvattn_pages_append")
         return self.tables(seq_ids, pending=n_new, out=out)
 
     def tables(self, seq_ids, pending=None, out=None):

@@ -156,6 +156,60 @@ def test_empty_step_with_fixed_width(kvattn, backend):
     assert tuple(out.shape) == (0, 2, 8)
 
 
+def test_truncate(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=8, page_size=4, Hk=1, D=8)
+    a = c.add_seq()
+    c.append(a, 10)  # 3 pages
+    assert c.used_pages == 3
+    for bad in (11, -1):
+        with pytest.raises(ValueError, match="n_tokens"):
+            c.truncate(a, bad)
+    with pytest.raises(ValueError, match="seq_id"):
+        c.truncate(99, 0)
+    assert c.seq_len(a) == 10 and c.used_pages == 3
+    c.truncate(a, 5)  # keeps 2 pages, the second partial
+    assert c.seq_len(a) == 5 and c.seq_num_pages(a) == 2 and c.used_pages == 2
+    bt, sl = c.tables([a])
+    assert int(backend.to64(sl)[0]) == 5
+    # a fork shares page 1 and 2 (8 tokens): a cut inside them is refused and changes nothing, at 4 it is allowed
+    c.append(a, 3)
+    f = c.fork(a, 8)
+    with pytest.raises(ValueError, match="share"):
+        c.truncate(a, 6)
+    assert c.seq_len(a) == 8 and c.used_pages == 2
+    c.truncate(a, 4)
+    assert c.used_pages == 2 and c.seq_num_pages(a) == 1
+    c.free(a)
+    c.free(f)
+    assert c.free_pages == 8
+
+
+def test_append_respects_max_pages_per_seq(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=10, page_size=2, Hk=1, D=4, max_pages_per_seq=3)
+    s = c.add_seq()
+    c.append(s, 5)
+    with pytest.raises(ValueError, match="max_pages_per_seq"):
+        c.append(s, 2)  # 4 pages
+    assert c.seq_len(s) == 5 and c.used_pages == 3
+    c.append(s, 1)  # fills page 3
+    bt, _ = c.tables([s])
+    assert tuple(bt.shape) == (1, 3)
+
+
+def test_fork_default_names_the_partial_page(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=8, page_size=4, Hk=1, D=8)
+    a = c.add_seq()
+    c.append(a, 6)
+    with pytest.raises(ValueError, match=r"not a multiple of page_size=4.*n_tokens=4"):
+        c.fork(a)
+    assert c.used_pages == 2
+    f = c.fork(a, 4)
+    assert c.seq_len(f) == 4
+    c.append(a, 2)
+    g = c.fork(a)  # 8 tokens: whole pages
+    assert c.seq_len(g) == 8
+
+
 def test_constructor_checks(kvattn):
     for kw, exc, word in ((dict(dtype=np.float64), TypeError, "dtype"), (dict(dtype=np.int8), TypeError, "dtype"),
                           (dict(head_dim=0), ValueError, "head_dim"), (dict(num_kv_heads=-1), ValueError,
@@ -187,13 +241,17 @@ def test_generation_loop(kvattn, backend, page_size):
 
     live = [new_seq() for _ in range(3)]
     first = {s: True for s in live}
+    truncated = [0]
     for step in range(8):
-        n_new = []
+        n_new, prompt_step = [], []
         for s in live:
-            if first.pop(s, False):
+            prompt_step.append(first.pop(s, False))
+            if prompt_step[-1]:
                 n_new.append(int(rng.integers(1, 40)))  # prompt
             else:
                 n_new.append(int(rng.choice([1, 1, 3])))  # decode or speculative verify
+        if step >= 4 and truncated[0] == 0 and 3 not in n_new and not all(prompt_step):
+            n_new[prompt_step.index(False)] = 3  # at least one verification with dropped tokens per run
         bt, sl = c.step(live, n_new)
         cu = np.concatenate([[0], np.cumsum(n_new)]).astype(np.int32)
         T = int(cu[-1])
@@ -222,6 +280,16 @@ def test_generation_loop(kvattn, backend, page_size):
             pos = np.arange(K.shape[0])
             pages = bt_np[b, pos // page_size]
             assert np.array_equal(kc[pages, pos % page_size], K) and np.array_equal(vc[pages, pos % page_size], V)
+        # speculative verification: a sequence that took 3 tokens keeps 1 or 2 of them (truncate drops the rest;
+        # the next step appends over the dropped rows)
+        for b, s in enumerate(live):
+            if n_new[b] == 3 and not prompt_step[b]:
+                drop = int(rng.integers(1, 3))
+                K, V = hist[s]
+                c.truncate(s, K.shape[0] - drop)
+                hist[s] = (K[:K.shape[0] - drop], V[:V.shape[0] - drop])
+                assert c.seq_len(s) == hist[s][0].shape[0]
+                truncated[0] += drop
         # finished sequences free their pages; new prompts take their slots
         for i, s in enumerate(list(live)):
             budget[s] -= 1
@@ -231,6 +299,7 @@ def test_generation_loop(kvattn, backend, page_size):
                 ns = new_seq()
                 live[i] = ns
                 first[ns] = True
+    assert truncated[0] > 0, "no speculative token was dropped: the draw should be widened"
     for s in live:
         c.free(s)
     assert c.free_pages == c.num_pages
