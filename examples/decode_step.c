@@ -11,6 +11,16 @@ enum { B = 3, H = 8, HK = 2, D = 64, PAGE = 16, NUM_PAGES = 64, MAX_PAGES = 16 }
 static uint16_t bf16_of(float x) { uint32_t u; memcpy(&u, &x, 4); return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); }
 static void fill(uint16_t *a, size_t n) { for (size_t i = 0; i < n; i++) a[i] = bf16_of((float)rand() / RAND_MAX - 0.5f); }
 
+/* every kvattn call returns a status; a failing one has changed nothing and kvattn_last_error() names the cause */
+#define TRY(call)                                                                                            \
+    do {                                                                                                     \
+        int st_ = (call);                                                                                    \
+        if (st_ != KVATTN_OK) {                                                                              \
+            fprintf(stderr, "%s: %s: %s\n", #call, kvattn_status_string(st_), kvattn_last_error());          \
+            return 1;                                                                                        \
+        }                                                                                                    \
+    } while (0)
+
 int main(void) {
     /* caches [num_pages, page_size, Hk, D]; the prompt tokens were appended earlier (here: random contents) */
     size_t cache_elems = (size_t)NUM_PAGES * PAGE * HK * D;
@@ -24,13 +34,13 @@ int main(void) {
     kvattn_pages *pool;
     int32_t seq[B], prompt_len[B] = {40, 7, 100}, pending[B] = {1, 1, 1};
     int32_t block_table[B * MAX_PAGES], cache_seqlens[B], cu_seqlens[B + 1] = {0, 1, 2, 3};
-    if (kvattn_pages_create(&pool, NUM_PAGES, PAGE) != KVATTN_OK) return 1;
+    TRY(kvattn_pages_create(&pool, NUM_PAGES, PAGE));
     for (int b = 0; b < B; b++) {
-        kvattn_pages_add_seq(pool, &seq[b]);
-        kvattn_pages_append(pool, seq[b], prompt_len[b]); /* the prompt (already in the cache) */
-        kvattn_pages_append(pool, seq[b], 1);             /* room for this step's token */
+        TRY(kvattn_pages_add_seq(pool, &seq[b]));
+        TRY(kvattn_pages_append(pool, seq[b], prompt_len[b])); /* the prompt (already in the cache) */
+        TRY(kvattn_pages_append(pool, seq[b], 1));             /* room for this step's token (or OUT_OF_PAGES) */
     }
-    kvattn_pages_fill(pool, seq, B, pending, block_table, MAX_PAGES, MAX_PAGES, cache_seqlens);
+    TRY(kvattn_pages_fill(pool, seq, B, pending, block_table, MAX_PAGES, MAX_PAGES, cache_seqlens));
 
     kvattn_params p = kvattn_params_default();
     p.dtype = KVATTN_BF16; p.batch = B; p.num_heads = H; p.num_kv_heads = HK; p.head_dim = D;
@@ -46,11 +56,7 @@ int main(void) {
     p.causal = 1;
     p.out = out; p.out_row_stride = H * D; p.out_head_stride = D;
 
-    int status = kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL);
-    if (status != KVATTN_OK) {
-        fprintf(stderr, "kvattn_forward: %s: %s\n", kvattn_status_string(status), kvattn_last_error());
-        return 1;
-    }
+    TRY(kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL));
     printf("decode step done: kvattn %s, %d pages in use, out[0][0][0..3] =", kvattn_version_string(),
            kvattn_pages_used_count(pool));
     for (int c = 0; c < 4; c++) { uint32_t u = (uint32_t)out[c] << 16; float f; memcpy(&f, &u, 4); printf(" %.4f", f); }
@@ -58,7 +64,7 @@ int main(void) {
 
     /* a bad argument is rejected before any work, with a message naming it */
     p.page_size = 0;
-    status = kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL);
+    int status = kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL);
     printf("with page_size=0: %s: %s\n", kvattn_status_string(status), kvattn_last_error());
 
     kvattn_pages_destroy(pool);

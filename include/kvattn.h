@@ -1,6 +1,12 @@
 /* kvattn.h — the one public header of kvattn: exact attention for LLM generation over ragged batches and
  * a KV cache updated in place (contiguous, or paged with any page size >= 1).
- * What one call computes is defined in SPEC.md; every backend (CPU, CUDA) computes exactly that.
+ * What one call computes is defined in SPEC.md (docs/SPEC.md); every backend (CPU, CUDA) computes exactly that.
+ * In short, for each sequence b with S = cache_seqlens[b] tokens cached, n_new appended and n_q queries: the new
+ * keys (rotated) and values are stored at positions S .. S + n_new - 1 first; then query row i sits at position
+ * S + n_new - n_q + i (bottom-right aligned, causal or not, also its rotary position) and sees the keys at
+ * positions [cache_leftpad[b], S + n_new) that the causal / window masks leave; score = softmax_scale * q.k, then
+ * softcap * tanh(score / softcap), then - slope_h * |query position - key position| with ALiBi. A row that sees no
+ * key gets out = 0 and lse = -inf. Accumulation is fp32.
  *
  * Dimensions used throughout: B sequences, H query heads, Hk key/value heads (H % Hk == 0), D head dim. */
 #ifndef KVATTN_H
@@ -70,11 +76,11 @@ KVATTN_API int kvattn_backend_available(int backend);
 typedef struct kvattn_params {
     int64_t struct_size; /* = sizeof(kvattn_params); set by kvattn_params_default() */
 
-    int32_t dtype;        /* kvattn_dtype of q, k_new, v_new, k_cache, v_cache and out */
+    int32_t dtype;        /* kvattn_dtype of q, k_new, v_new, k_cache, v_cache and out (f32: CPU backend only) */
     int32_t batch;        /* B >= 0 (B = 0 is a valid no-op) */
     int32_t num_heads;    /* H */
     int32_t num_kv_heads; /* Hk, H % Hk == 0 */
-    int32_t head_dim;     /* D */
+    int32_t head_dim;     /* D: up to 65536 on the CPU; multiples of 8 up to 256 on CUDA (else UNSUPPORTED) */
 
     /* queries: varlen [total_q, H, D] with cu_seqlens_q[B+1], or fixed [B, seqlen_q, H, D] */
     const void *q;
@@ -82,7 +88,8 @@ typedef struct kvattn_params {
     int32_t seqlen_q;            /* fixed mode: queries per sequence */
     int32_t total_q;             /* varlen mode: rows of q/out (cu_seqlens_q[B] must be <= total_q; rows
                                   * cu_seqlens_q[B] .. total_q - 1 belong to no sequence: read and written by
-                                  * no backend) */
+                                  * no backend). Fixed mode: 0 or B * seqlen_q (another value means that
+                                  * cu_seqlens_q was forgotten: KVATTN_ERR_INVALID_ARGUMENT) */
     int64_t q_batch_stride, q_row_stride, q_head_stride;
 
     /* new tokens to append (optional, k_new and v_new together): varlen [total_new, Hk, D] with
@@ -90,8 +97,8 @@ typedef struct kvattn_params {
     const void *k_new;
     const void *v_new;
     const int32_t *cu_seqlens_knew;
-    int32_t seqlen_knew;
-    int32_t total_knew;
+    int32_t seqlen_knew; /* fixed mode: new tokens per sequence */
+    int32_t total_knew;  /* varlen mode: rows of k_new/v_new; fixed mode: 0 or B * seqlen_knew (as total_q) */
     int64_t knew_batch_stride, knew_row_stride, knew_head_stride;
     int64_t vnew_batch_stride, vnew_row_stride, vnew_head_stride;
 
@@ -115,7 +122,8 @@ typedef struct kvattn_params {
     int32_t num_pages;
     int32_t page_size; /* any value >= 1 */
     const int32_t *cache_seqlens; /* [B]: tokens already in the cache before this call (required if B > 0) */
-    const int32_t *cache_leftpad; /* optional [B]: positions < cache_leftpad[b] are ignored */
+    const int32_t *cache_leftpad; /* optional [B]: positions < cache_leftpad[b] are ignored (contiguous or paged;
+                                   * in paged mode the pages before it need not be valid) */
 
     /* rotary embedding (optional, cos and sin together): [rotary_max_pos, rotary_dim / 2] each */
     const void *rotary_cos;
@@ -132,14 +140,17 @@ typedef struct kvattn_params {
 
     float softmax_scale; /* 0 means 1 / sqrt(D); negative, NaN or infinite: KVATTN_ERR_INVALID_ARGUMENT */
     float softcap;       /* 0 = off; else score = softcap * tanh(score / softcap) */
-    int32_t causal;      /* 1: same as window_right = 0 */
+    int32_t causal;      /* 1: same as window_right = 0 (window_right is then ignored) */
     int32_t window_left;  /* -1 = unbounded */
     int32_t window_right; /* -1 = unbounded */
     int32_t num_splits;     /* 0 = automatic, 1 = no split, n = at most n KV splits */
     int32_t batch_invariant; /* 1: a sequence's results do not depend on the rest of the batch */
 
     /* output: varlen [total_q, H, D] or fixed [B, seqlen_q, H, D], dtype of q; written for every query row of
-     * every sequence (masked or not; varlen rows past cu_seqlens_q[B] are left as they are) */
+     * every sequence (masked or not; varlen rows past cu_seqlens_q[B] are left as they are). out, softmax_lse and
+     * the caches being appended to must not overlap each other (checked). They must not overlap the tensors that
+     * are only read (q, k_new, v_new, rotary tables, ...) either: that is not checked, and the result is then
+     * unspecified (out written over q, say, may be read back as a query by another tile). */
     void *out;
     int64_t out_batch_stride, out_row_stride, out_head_stride;
 

@@ -134,20 +134,22 @@ static void rope_row(const kvattn_params *p, float *restrict x, int32_t pos, flo
 }
 
 /* ---- phase 1: data-dependent checks ---------------------------------------------------------------------- */
-static int check_cu(const char *name, const int32_t *cu, int32_t B, int32_t total) {
+static int check_cu(const char *name, const char *total_name, const int32_t *cu, int32_t B, int32_t total) {
     RETURN_IF(cu[0] != 0, KVATTN_ERR_BAD_DATA, "%s[0]=%d must be 0", name, cu[0]);
     for (int32_t b = 0; b < B; b++)
         RETURN_IF(cu[b + 1] < cu[b], KVATTN_ERR_BAD_DATA, "%s: sequence %d: cu[%d]=%d < cu[%d]=%d (must not decrease)",
                   name, b, b + 1, cu[b + 1], b, cu[b]);
-    RETURN_IF(cu[B] > total, KVATTN_ERR_BAD_DATA, "%s[%d]=%d exceeds the %d rows of the tensor", name, B, cu[B], total);
+    RETURN_IF(cu[B] > total, KVATTN_ERR_BAD_DATA, "%s[%d]=%d exceeds %s=%d (the rows of the tensor)", name, B, cu[B],
+              total_name, total);
     return KVATTN_OK;
 }
 
 static int check_data(const kvattn_params *p) {
     const int32_t B = p->batch;
     int st;
-    if (p->cu_seqlens_q && (st = check_cu("cu_seqlens_q", p->cu_seqlens_q, B, p->total_q))) return st;
-    if (p->k_new && p->cu_seqlens_knew && (st = check_cu("cu_seqlens_knew", p->cu_seqlens_knew, B, p->total_knew)))
+    if (p->cu_seqlens_q && (st = check_cu("cu_seqlens_q", "total_q", p->cu_seqlens_q, B, p->total_q))) return st;
+    if (p->k_new && p->cu_seqlens_knew &&
+        (st = check_cu("cu_seqlens_knew", "total_knew", p->cu_seqlens_knew, B, p->total_knew)))
         return st;
     for (int32_t b = 0; b < B; b++) {
         const kv_seq s = kv_seq_get(p, b);
@@ -155,8 +157,9 @@ static int check_data(const kvattn_params *p) {
         RETURN_IF(s.L < 0 || s.L > s.S, KVATTN_ERR_BAD_DATA, "sequence %d: cache_leftpad=%d must be in [0, cache_seqlens=%d]",
                   b, s.L, s.S);
         const int64_t end = (int64_t)s.S + s.n_new;
-        RETURN_IF(end > s.C, KVATTN_ERR_BAD_DATA, "sequence %d: cache_seqlens=%d + n_new=%d exceeds the capacity %d",
-                  b, s.S, s.n_new, s.C);
+        RETURN_IF(end > s.C, KVATTN_ERR_BAD_DATA,
+                  "sequence %d: cache_seqlens=%d + n_new=%d exceeds the capacity %d (%s)", b, s.S, s.n_new, s.C,
+                  p->block_table ? "max_pages_per_seq x page_size" : "cache_capacity");
         if (p->block_table) {
             const int32_t *row = p->block_table + (int64_t)b * p->block_table_batch_stride;
             if (end > s.L)

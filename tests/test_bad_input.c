@@ -180,6 +180,10 @@ static const arg_case ARG_CASES[] = {
     {"block_table_batch_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
     /* heads reach 3 * 64 + 63 = 255 elements into a row: a row stride of 200 overlaps the next row's heads */
     {"out rows overlap the heads of the row before", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    /* a forgotten offsets pointer: the call would be fixed-length with 0 rows and write no output (or append
+     * nothing), and return OK (fifty-third session, found by an audit) */
+    {"total_q set, cu_seqlens_q NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_q", NULL, -1},
+    {"total_knew set, cu_seqlens_knew NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_knew", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -260,6 +264,8 @@ static void mutate_args(int id, kvattn_params *d) {
     case 67: d->alibi_batch_stride = INT64_MAX / 2 + 1; break;
     case 68: d->block_table_batch_stride = INT64_MAX / 2 + 1; break;
     case 69: d->out_row_stride = 200; break;
+    case 70: d->cu_seqlens_q = NULL; break; /* seqlen_q stays 0 */
+    case 71: d->cu_seqlens_knew = NULL; break;
     }
 }
 

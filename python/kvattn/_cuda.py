@@ -4,7 +4,8 @@
 import ctypes
 import sys
 
-from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, DeviceStatusRecord, KvattnArgumentError, KvattnError, check, lib)
+from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, ERR_NOT_AVAILABLE, DeviceStatusRecord, KvattnArgumentError,
+                   KvattnError, check, lib)
 
 _MIB = 1 << 20
 # A workspace holds a call's split partials, work lists and status record, so two calls that may run at the same
@@ -21,7 +22,11 @@ _captured = []    # workspaces a captured CUDA graph refers to: kept alive for a
 def _torch():
     torch = sys.modules.get("torch")
     if torch is None:
-        import torch  # noqa: F811 - only reached by CUDA users, who have torch
+        try:
+            import torch  # noqa: F811 - only reached by CUDA users, who have torch
+        except ImportError:
+            raise KvattnError(ERR_NOT_AVAILABLE, "the CUDA workspace and device-status helpers work on torch CUDA "
+                                                 "tensors, and torch is not installed") from None
     return torch
 
 

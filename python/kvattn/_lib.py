@@ -58,7 +58,8 @@ class KvattnError(RuntimeError):
         self.status_name = status_name(self.status)
         self.message = message
         self.function = function
-        where = f"{function}: " if function else ""
+        # the C page manager's messages start with the function's name already: not twice
+        where = f"{function}: " if function and not str(message).startswith(f"{function}: ") else ""
         super().__init__(f"{where}{self.status_name}: {message}")
 
     def __reduce__(self):

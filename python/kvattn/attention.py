@@ -14,7 +14,7 @@ from ._lib import (BACKEND_CPU, ERR_BAD_DATA, INT32_MAX, INT32_MIN, KvattnArgume
                    KvattnTypeError, check, lib)
 
 _DIFFERENCES = """
-    Differences from flash-attention (kvattn's SPEC.md, "Positions of the design"):
+    Differences from flash-attention (kvattn's docs/SPEC.md, "Positions of the design"):
 
     - Every query row is placed by bottom-right alignment, causal or not: query i of a sequence with n_q
       queries sits at absolute position S + n_new - n_q + i (S = cache_seqlens, n_new = new tokens). This is
@@ -66,7 +66,7 @@ def _floats(call, q, others):
             need_last_contiguous(a)
 
 
-def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B, writes):
+def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B, writes, b_from="q's batch"):
     """k_cache/v_cache, contiguous [B_cache, C, Hk, D] or paged [num_pages, page_size, Hk, D]. Returns capacity.
     writes: the call appends new tokens (only then must the caches be writable)."""
     D = q.shape[-1]
@@ -90,7 +90,8 @@ def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B, writes):
         need_int32(bt)
         need_ndim(bt, 2, "[B, max_pages_per_seq]")
         if bt.shape[0] != B:
-            raise KvattnArgumentError(f"block_table: has {bt.shape[0]} rows but the batch has B={B} sequences")
+            raise KvattnArgumentError(f"block_table: has {bt.shape[0]} rows but the batch has B={B} sequences "
+                                      f"(from {b_from})")
         if bt.numel > 0 and bt.shape[1] > 1 and bt.strides[1] != 1:
             raise KvattnArgumentError(f"block_table: the last dimension must be contiguous, got strides "
                                       f"{list(bt.strides)}")
@@ -106,16 +107,17 @@ def _set_cache(p, call, q, kc, vc, block_table, cache_batch_idx, B, writes):
         return bt.shape[1] * kc.shape[1]
     need_index_vector(cache_batch_idx, B, "one cache row per sequence")
     if cache_batch_idx is None and kc.shape[0] < B:
-        raise KvattnArgumentError(f"{kc.name}: has {kc.shape[0]} cache rows but the batch has B={B} sequences and "
-                                  f"cache_batch_idx is not given")
+        raise KvattnArgumentError(f"{kc.name}: has {kc.shape[0]} cache rows but the batch has B={B} sequences (from "
+                                  f"{b_from}) and cache_batch_idx is not given")
     p.cache_batch, p.cache_capacity = kc.shape[0], kc.shape[1]
     if cache_batch_idx is not None:
         p.cache_batch_idx = cache_batch_idx.ptr
     return kc.shape[1]
 
 
-def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new):
-    """cache_seqlens: an int32 tensor [B], an int (all sequences), or None (every cache is full)."""
+def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new, b_from="q's batch"):
+    """cache_seqlens: an int32 tensor [B], an int (all sequences), or None (every cache is full). b_from says
+    where B came from, for the message of a wrong length (a short cu_seqlens_q shows up here)."""
     if cache_seqlens is None:
         if have_new:
             raise KvattnArgumentError("cache_seqlens: required when k/v (new tokens) are given")
@@ -128,7 +130,7 @@ def _set_seqlens(p, call, cache_seqlens, B, capacity, have_new):
             raise KvattnArgumentError(f"cache_seqlens: {value} does not fit the C library's int32")
     else:
         a = call.add(cache_seqlens, "cache_seqlens")
-        need_index_vector(a, B, "tokens already in each cache")
+        need_index_vector(a, B, f"tokens already in each cache; B={B} from {b_from}")
         p.cache_seqlens = a.ptr
         return
     arr = call.full((B,), value)
@@ -352,7 +354,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     _floats(call, qa, (kc, vc, kn, vn))
     p, B = _varlen_q(qa, cuq)
     total_q, H, D = qa.shape
-    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B, writes=kn is not None)
+    capacity = _set_cache(p, call, qa, kc, vc, bt, bidx, B, writes=kn is not None, b_from="len(cu_seqlens_q) - 1")
     _set_new(p, kn, vn, kc.shape[2], D)
     if kn is not None:
         cu_new = cuk if cuk is not None else cuq
@@ -363,7 +365,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
         p.cu_seqlens_knew = cu_new.ptr
     elif cuk is not None:
         raise KvattnArgumentError("cu_seqlens_k: given without k/v (it counts the new tokens)")
-    _set_seqlens(p, call, cache_seqlens, B, capacity, kn is not None)
+    _set_seqlens(p, call, cache_seqlens, B, capacity, kn is not None, b_from="len(cu_seqlens_q) - 1")
     need_index_vector(lpad, B, "left padding per sequence")
     if lpad is not None:
         p.cache_leftpad = lpad.ptr
@@ -469,7 +471,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     need_index_vector(cuk, B + 1, "B + 1 row offsets of the keys")
     total_q, H, D = qa.shape
     if bt is not None:
-        capacity = _set_cache(p, call, qa, ka, va, bt, None, B, writes=False)
+        capacity = _set_cache(p, call, qa, ka, va, bt, None, B, writes=False, b_from="len(cu_seqlens_q) - 1")
         if not call.is_cuda:
             _check_cu_seqlens_k(cuk, B, None, fn, capacity)
         # sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys from position 0 of its pages

@@ -71,6 +71,9 @@ ARG_ERRORS = [
      ["block_table:", "B=2"], None),
     ("seqlens-len", lambda a, be, d: a.update(cache_seqlens=be.index([1, 2, 3])), ValueError,
      ["cache_seqlens:", "[2]"], None),
+    # a cu_seqlens_q one entry short shows up as a cache_seqlens of the wrong length: the message says where B is from
+    ("cu-q-short", lambda a, be, d: a.update(cu_seqlens_q=be.index([0, 2])), ValueError,
+     ["B=1", "len(cu_seqlens_q) - 1"], None),
     ("out-shape", lambda a, be, d: a.update(out=a["out"][:2]), ValueError, ["out:", "shape"], None),
     # ints are taken with operator.index: a float or a string is a mistake, not a silently truncated int
     ("window-float", lambda a, be, d: a.update(window_size=(2.7, -1)), TypeError, ["window_size[0]", "2.7"], None),
@@ -248,6 +251,23 @@ def bad_data_error(kvattn):
     with pytest.raises(kvattn.KvattnError) as info:
         kvattn.flash_attn_varlen_func_with_kvcache(**args)
     return info.value
+
+
+def test_page_manager_message_names_the_function_once(kvattn):
+    with pytest.raises(ValueError) as info:
+        kvattn.PagedKVCache(4, 0, 1, 8, np.float16)
+    msg = str(info.value)
+    assert msg.count("kvattn_pages_create") == 1 and "page_size=0" in msg, msg
+
+
+def test_cuda_helpers_without_torch_say_so(kvattn):
+    import sys
+
+    if "torch" in sys.modules or __import__("importlib").util.find_spec("torch") is not None:
+        pytest.skip("torch is installed: the message for its absence cannot be seen")
+    with pytest.raises(kvattn.KvattnError) as info:
+        kvattn.device_status()
+    assert info.value.status_name == "KVATTN_ERR_NOT_AVAILABLE" and "torch" in info.value.message
 
 
 def test_error_attributes(kvattn):

@@ -19,6 +19,16 @@ def test_version_matches_header(kvattn):
     assert kvattn.__version__ == ".".join(parts) == kvattn.version()
 
 
+def test_spec_copy_is_current():
+    """docs/SPEC.md is the repository's copy of the project's contract, ../shared/SPEC.md (present in the
+    project's workspace, not in a clone): they must be the same text."""
+    shared = os.path.join(REPO, "..", "shared", "SPEC.md")
+    if not os.path.isfile(shared):
+        pytest.skip("../shared/SPEC.md is not beside this checkout")
+    with open(shared, "rb") as a, open(os.path.join(REPO, "docs", "SPEC.md"), "rb") as b:
+        assert a.read() == b.read(), "docs/SPEC.md differs from ../shared/SPEC.md: copy it again"
+
+
 def test_params_mirror_matches_c_offsets(kvattn):
     """Every field of the ctypes mirror sits at the offset the C compiler gives it."""
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
