@@ -150,7 +150,7 @@ typedef struct kvattn_params {
      * every sequence (masked or not; varlen rows past cu_seqlens_q[B] are left as they are). out, softmax_lse and
      * the caches being appended to must not overlap each other (checked). They must not overlap the tensors that
      * are only read (q, k_new, v_new, rotary tables, ...) either: that is not checked, and the result is then
-     * unspecified (out written over q, say, may be read back as a query by another tile). */
+     * unspecified. */
     void *out;
     int64_t out_batch_stride, out_row_stride, out_head_stride;
 
