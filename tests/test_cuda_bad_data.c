@@ -215,16 +215,20 @@ static void run_reset_case(void) {
 }
 
 /* A batch of more than 1024 sequences with small paged caches: the scheduler still runs the checks (B <= 2048,
- * < 65536 table slots) and then gives each of its threads two sequences. One bad page in the second half. */
-static void run_large_batch_case(int dtype) {
-    enum { BL = 1300 };
-    static int n_q[BL], n_new[BL], S[BL];
+ * < 65536 table slots) and then gives each of its threads two sequences. One bad page in the second half.
+ * BL > KV_SCHED_SEQS (2048): the check kernel runs the checks, and the scheduler keeps no per-sequence facts in smem
+ * (attn_kernels.cuh: cached = B <= KV_SCHED_SEQS; its passes re-read them and the tile prefix from global memory). */
+static void run_large_batch_case(int dtype, int BL) {
+    enum { BL_MAX = 2600 };
+    static int n_q[BL_MAX], n_new[BL_MAX], S[BL_MAX];
+    if (BL > BL_MAX) BL = BL_MAX;
     for (int b = 0; b < BL; b++) {
         n_q[b] = n_new[b] = b % 97 == 5 ? 3 : 1;
         S[b] = kvt_randint(0, 200);
     }
     const int victim = kvt_randint(1025, BL - 1);
-    kvt_case_begin("batch of %d (two sequences per scheduler thread), bad page in sequence %d, %s", BL, victim,
+    kvt_case_begin("batch of %d (%s), bad page in sequence %d, %s", BL,
+                   BL > 2048 ? "check kernel; the scheduler's passes from global memory" : "two sequences per scheduler thread", victim,
                    dtype == KVATTN_BF16 ? "bf16" : "fp16");
     cu_spec sp = batch_spec(dtype, BL, n_q, n_new, S);
     kvt_problem P;
@@ -337,7 +341,7 @@ int main(void) {
 #define LAYOUT_RUNS(kind, paged)                                                                                   \
     (!((paged) && (kind) == BAD_BATCH_IDX) &&                                                                      \
      !(!(paged) && ((kind) == BAD_PAGE_PAST || (kind) == BAD_PAGE_NEG || (kind) == BAD_PAGE_MAX)))
-    int n_cases = 4 + 1 + 2 + 4 * 4 * 2 * 2 * 2 + 5 * 4 * 2 * 2;
+    int n_cases = 4 + 1 + 2 + 2 + 4 * 4 * 2 * 2 * 2 + 5 * 4 * 2 * 2;
     for (int kind = 0; kind < BAD_KINDS; kind++)
         for (int paged = 0; paged <= 3; paged++) n_cases += LAYOUT_RUNS(kind, paged) ? 2 * 2 : 0;
     if (!cu_gpu_or_skip(n_cases)) return kvt_finish();
@@ -355,7 +359,8 @@ int main(void) {
         run_status_case(1, dtypes[d]);
     }
     run_reset_case();
-    for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d]);
+    for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d], 1300);
+    for (int d = 0; d < 2; d++) run_large_batch_case(dtypes[d], 2600);
     for (int k = 0; k < 4; k++)
         for (int shape = 0; shape < 4; shape++)
             for (int d = 0; d < 2; d++)

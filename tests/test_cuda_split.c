@@ -159,7 +159,15 @@ static const shape shapes[] = {{45, 8, 2, 2304, "3 pieces -> 2 per tile", 0, 0, 
                                 {36, 16, 4, 4096, "stream-K, ragged, GQA 4", 1, 300, 0, 0},
                                 {44, 8, 4, 4096, "stream-K, 176 tiles", 1, 0, 0, 0},
                                 {20, 32, 8, 4096, "stream-K, appending", 1, 300, 0, 1},
-                                {20, 32, 8, 4096, "stream-K, appending with rotary", 1, 300, 0, 2}};
+                                {20, 32, 8, 4096, "stream-K, appending with rotary", 1, 300, 0, 2},
+                                /* more than KV_LEAN_SEQS (64) one-query sequences appending early (new rows x kv heads
+                                 * <= KV_SCHED_APPEND_UNITS = 1024): the early decode kernels without the lean plan
+                                 * (attn.cu launch_decode: kv_attn_kernel<.., EARLY, !SELF, APPEND[, ROPE]>), which no
+                                 * other case launches; the second at exactly 1024 units (the workspace's rotated keys
+                                 * full). Checked against the reference and for the same bits in a second call. */
+                                {96, 8, 2, 1500, "B > 64 appending: early APPEND kernel, general passes", 1, 700, 0, 1},
+                                {128, 32, 8, 1000, "B > 64 appending with rotary, 1024 units: early ROPE kernel", 1, 300,
+                                 0, 2}};
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 int main(void) {

@@ -134,8 +134,10 @@ static const char *dtype_str(int dt) { return dt == KVATTN_F32 ? "f32" : dt == K
 /* ---- drawing a case: lengths, faults and near misses, the layout (no allocation) --------------------------
  * Returns 0 when the case fits the budgets, 1 to draw again. */
 static int plan_case(fuzz_case *c) {
-    static const int heads[][2] = {{8, 2}, {4, 4}, {8, 1}, {6, 3}, {2, 1}, {1, 1}, {12, 4}, {16, 2}};
-    static const int dims[] = {64, 96, 128, 256, 8, 40, 72, 136, 200, 64, 128, 128};
+    /* {32, 2}, {32, 1}: 16 and 32 query heads per kv head (a decode row fills a 16-row decode tile, or is a prefill
+     * item of 32 packed rows); 184: the CUDA variant DP 192 (head dims 168 - 192), which no other random draw has */
+    static const int heads[][2] = {{8, 2}, {4, 4}, {8, 1}, {6, 3}, {2, 1}, {1, 1}, {12, 4}, {16, 2}, {32, 2}, {32, 1}};
+    static const int dims[] = {64, 96, 128, 256, 8, 40, 72, 136, 200, 64, 128, 184};
     static const int page_sizes[] = {1, 2, 3, 7, 16, 64, 256};
     const uint64_t state = c->state;
     const int backend = c->backend;
@@ -145,7 +147,7 @@ static int plan_case(fuzz_case *c) {
     int dr = kvt_randint(0, 9);
     c->dtype = dr < 4 ? KVATTN_BF16 : dr < 8 ? KVATTN_F16 : KVATTN_F32;
     if (backend == KVATTN_BACKEND_CUDA && c->dtype == KVATTN_F32) c->dtype = KVATTN_BF16; /* CPU only */
-    int hc = kvt_randint(0, 7);
+    int hc = kvt_randint(0, 9);
     c->H = heads[hc][0];
     c->Hk = heads[hc][1];
     c->D = kvt_pick(dims, 12);
