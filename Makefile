@@ -87,8 +87,8 @@ test-knobs: $(KNOB_TESTS)
 # KVATTN_TEST_EXACT_ALLOC=1: no guard bytes around the tensors, so that ASan also sees reads just past one
 test-asan:
 	KVATTN_TEST_QUICK=1 KVATTN_TEST_EXACT_ALLOC=1 $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  CFLAGS="-O1 -g -fno-omit-frame-pointer $(CPU_ARCH) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fopenmp" \
-	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined" NVCC= test-c
+	  CFLAGS="-O1 -g -fno-omit-frame-pointer $(CPU_ARCH) -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow -fopenmp" \
+	  LDLIBS="-lm -fopenmp -lpthread -fsanitize=address,undefined,float-cast-overflow" NVCC= test-c
 
 $(BUILD)/decode_step: examples/decode_step.c $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) $< $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@

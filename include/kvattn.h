@@ -138,7 +138,9 @@ typedef struct kvattn_params {
     const float *alibi_slopes;
     int64_t alibi_batch_stride;
 
-    float softmax_scale; /* 0 means 1 / sqrt(D); negative, NaN or infinite: KVATTN_ERR_INVALID_ARGUMENT */
+    float softmax_scale; /* 0 means 1 / sqrt(D); negative, NaN, infinite or > 2.3e38: KVATTN_ERR_INVALID_ARGUMENT.
+                          * Scores (scaled, capped, biased) must be finite in fp32; precision at |score| >> 1e4 is
+                          * in docs/DECISIONS.md, "Numerics at extreme scores" */
     float softcap;       /* 0 = off; else score = softcap * tanh(score / softcap) */
     int32_t causal;      /* 1: same as window_right = 0 (window_right is then ignored) */
     int32_t window_left;  /* -1 = unbounded */

@@ -189,6 +189,11 @@ int kv_validate_args(const kvattn_params *p, int backend) {
     RETURN_IF(isnan(p->softmax_scale) || isinf(p->softmax_scale) || p->softmax_scale < 0.0f,
               KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale: %g must be finite and >= 0 (0 = 1/sqrt(D))",
               (double)p->softmax_scale);
+    /* the CUDA kernels work in log2 units: softmax_scale * log2(e) must stay finite in fp32 (else 0 * inf = NaN for
+     * every zero dot product) */
+    RETURN_IF(p->softmax_scale > 2.3e38f, KVATTN_ERR_INVALID_ARGUMENT,
+              "softmax_scale: %g exceeds 2.3e38 (softmax_scale * log2(e) must be finite in fp32)",
+              (double)p->softmax_scale);
     RETURN_IF(isnan(p->softcap) || isinf(p->softcap) || p->softcap < 0.0f, KVATTN_ERR_INVALID_ARGUMENT,
               "softcap: %g must be finite and >= 0 (0 = off)", (double)p->softcap);
     RETURN_IF(p->window_left < -1, KVATTN_ERR_INVALID_ARGUMENT, "window_left: %d must be >= -1 (-1 = unbounded)",

@@ -184,6 +184,7 @@ static const arg_case ARG_CASES[] = {
      * nothing), and return OK (fifty-third session, found by an audit) */
     {"total_q set, cu_seqlens_q NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_q", NULL, -1},
     {"total_knew set, cu_seqlens_knew NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_knew", NULL, -1},
+    {"softmax_scale 3e38 (x log2(e) overflows fp32)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -266,6 +267,7 @@ static void mutate_args(int id, kvattn_params *d) {
     case 69: d->out_row_stride = 200; break;
     case 70: d->cu_seqlens_q = NULL; break; /* seqlen_q stays 0 */
     case 71: d->cu_seqlens_knew = NULL; break;
+    case 72: d->softmax_scale = 3e38f; break;
     }
 }
 

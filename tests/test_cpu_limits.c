@@ -134,8 +134,133 @@ done:
     kvt_case_end();
 }
 
+/* A long sum without splits: n_q query rows (65: a prefill item, which the CPU does not split; or 1 with
+ * num_splits=1) over N keys whose scores are all 0 (q = 0) and whose values are one constant per channel, so the
+ * exact out is that constant. The CPU once fed each row's fp32 accumulator one key at a time over the whole cache:
+ * at 262144 keys of ~0.1 out came out ~2e-3 low in fp32 and one ulp off in bf16 (fifty-third session's audit). Now
+ * each tile's products are summed apart and added once per tile: fp32 within ~1.1e-4 relative (bound 3e-4), 16 bits
+ * exact. */
+static void run_drift_case(int dtype, int n_q, int num_splits) {
+    enum { N = 262144, DD = 16 };
+    kvt_case_begin("%s, %d query rows over %d keys of constant values, num_splits=%d (accumulator drift)",
+                   dtype == KVATTN_F32 ? "fp32" : dtype == KVATTN_BF16 ? "bf16" : "fp16", n_q, N, num_splits);
+    const size_t es = dtype == KVATTN_F32 ? 4 : 2;
+    void *kc = calloc((size_t)N * DD, es), *vc = malloc((size_t)N * DD * es), *q = calloc((size_t)n_q * DD, es);
+    void *out = malloc((size_t)(n_q * DD + 4) * es);
+    float c[DD];
+    if (!kc || !vc || !q || !out) {
+        kvt_failf("out of host memory");
+        goto done;
+    }
+    for (int d = 0; d < DD; d++) c[d] = (float)kvref_round(dtype, kvt_uniform(0.05, 0.2));
+    for (int64_t i = 0; i < (int64_t)N * DD; i++) kvref_store(dtype, vc, i, c[i % DD]);
+    memset(out, 0xff, (size_t)(n_q * DD + 4) * es); /* NaN in every type */
+    const int32_t S = N;
+    kvattn_params p = kvattn_params_default();
+    p.dtype = dtype;
+    p.batch = 1;
+    p.num_heads = p.num_kv_heads = 1;
+    p.head_dim = DD;
+    p.q = q;
+    p.seqlen_q = n_q;
+    p.q_batch_stride = (int64_t)n_q * DD;
+    p.q_row_stride = p.q_head_stride = DD;
+    p.out = out;
+    p.out_batch_stride = (int64_t)n_q * DD;
+    p.out_row_stride = p.out_head_stride = DD;
+    p.k_cache = kc;
+    p.v_cache = vc;
+    p.k_batch_stride = p.v_batch_stride = (int64_t)N * DD;
+    p.k_row_stride = p.v_row_stride = DD;
+    p.k_head_stride = p.v_head_stride = DD;
+    p.cache_batch = 1;
+    p.cache_capacity = N;
+    p.cache_seqlens = &S;
+    p.num_splits = num_splits;
+    int st = kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL);
+    if (st != KVATTN_OK) {
+        kvt_failf("status %d: %s", st, kvattn_last_error());
+        goto done;
+    }
+    double worst = 0;
+    for (int i = 0; i < n_q * DD; i++) {
+        const double got = kvref_load(dtype, out, i);
+        const double e = fabs(got - c[i % DD]) / c[i % DD];
+        if (!(e <= worst)) worst = e;
+    }
+    const double bound = dtype == KVATTN_F32 ? 3e-4 : 0.0;
+    printf("  drift: %s worst relative error %.3g (bound %.3g)\n", dtype == KVATTN_F32 ? "fp32" : "16-bit", worst, bound);
+    if (!(worst <= bound)) kvt_failf("out differs from the constant by %.3g relative (bound %.3g)", worst, bound);
+    for (int i = n_q * DD; i < n_q * DD + 4; i++)
+        if (es == 4 ? !isnan(((float *)out)[i]) : ((uint16_t *)out)[i] != 0xffff)
+            kvt_failf("out written past its %d elements", n_q * DD);
+done:
+    free(kc);
+    free(vc);
+    free(q);
+    free(out);
+    kvt_case_end();
+}
+
+/* A NaN in one live key (garbage in): the call returns OK, the causal rows before that key stay finite and exact in
+ * their own keys' terms, and nothing is written past out. Under `make test-asan` (UBSan with float-cast-overflow)
+ * this also checks that a NaN score reaches no undefined conversion (kv_exp converted rintf(NaN) to int before the
+ * fifty-third session). */
+static void run_nan_key_case(void) {
+    enum { NK = 40, NQ = 40, DD = 32, BAD = 25 };
+    kvt_case_begin("fp32, a NaN in live key %d of %d, causal: earlier rows finite, later rows NaN", BAD, NK);
+    float q[NQ * DD], k[NK * DD], v[NK * DD], out[NQ * DD + 4];
+    kvt_fill(KVATTN_F32, q, NQ * DD, -1, 1);
+    kvt_fill(KVATTN_F32, k, NK * DD, -1, 1);
+    kvt_fill(KVATTN_F32, v, NK * DD, -1, 1);
+    k[BAD * DD + 3] = NAN;
+    for (int i = 0; i < NQ * DD + 4; i++) out[i] = -12345.0f;
+    const int32_t S = 0, cu[2] = {0, NQ}, cun[2] = {0, NK};
+    static float kc[NK * DD], vc[NK * DD];
+    kvattn_params p = kvattn_params_default();
+    p.dtype = KVATTN_F32;
+    p.batch = 1;
+    p.num_heads = p.num_kv_heads = 1;
+    p.head_dim = DD;
+    p.q = q;
+    p.cu_seqlens_q = cu;
+    p.total_q = NQ;
+    p.q_row_stride = p.q_head_stride = DD;
+    p.k_new = k;
+    p.v_new = v;
+    p.cu_seqlens_knew = cun;
+    p.total_knew = NK;
+    p.knew_row_stride = p.vnew_row_stride = p.knew_head_stride = p.vnew_head_stride = DD;
+    p.out = out;
+    p.out_row_stride = p.out_head_stride = DD;
+    p.k_cache = kc;
+    p.v_cache = vc;
+    p.k_batch_stride = p.v_batch_stride = (int64_t)NK * DD;
+    p.k_row_stride = p.v_row_stride = p.k_head_stride = p.v_head_stride = DD;
+    p.cache_batch = 1;
+    p.cache_capacity = NK;
+    p.cache_seqlens = &S;
+    p.causal = 1;
+    int st = kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL);
+    if (st != KVATTN_OK) kvt_failf("status %d: %s", st, kvattn_last_error());
+    for (int i = 0; i < NQ && st == KVATTN_OK; i++) { /* row i sees keys 0 .. i (n_q = n_k: bottom-right = top-left) */
+        int finite = 1;
+        for (int d = 0; d < DD; d++) finite &= isfinite(out[i * DD + d]);
+        if (i < BAD && !finite) kvt_failf("row %d does not see the NaN key but is not finite", i);
+        if (i >= BAD && finite) kvt_failf("row %d sees the NaN key but came out finite", i);
+    }
+    for (int i = NQ * DD; i < NQ * DD + 4; i++)
+        if (out[i] != -12345.0f) kvt_failf("out written past its %d elements", NQ * DD);
+    kvt_case_end();
+}
+
 int main(void) {
     kvt_init("test_cpu_limits");
+    run_nan_key_case();
+    run_drift_case(KVATTN_F32, 65, 0);
+    run_drift_case(KVATTN_F32, 1, 1);
+    run_drift_case(KVATTN_BF16, 65, 0);
+    run_drift_case(KVATTN_F16, 1, 1);
     run_case(140509184, 2080, 1e-4, 1e-4); /* 68608 pages of keys: the last split ended past 2^31 */
     run_case(PS * kvt_randint(40000, 68000), kvt_randint(2049, 4000), 1e-4, 1e-4);
     /* ~1.5 G keys: the split count overflowed (~30 s on 2 cores; skipped in sanitizer runs) */
