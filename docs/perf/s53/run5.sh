@@ -17,6 +17,9 @@ st python
 timeout 150 bash tests/run_python.sh > $L/py.log 2>&1; echo "python rc=$?"; grep -E "kvattn tests|^python:|FAILED" $L/py.log | head
 pack
 st probe
-timeout 100 python3 dev/numerics_probe.py > $L/numerics_probe.log 2>&1; echo "probe rc=$?"; cat $L/numerics_probe.log | head -40
+PYTHONPATH=$PWD/python timeout 100 python3 dev/numerics_probe.py > $L/numerics_probe.log 2>&1; echo "probe rc=$?"; cat $L/numerics_probe.log | head -40
 pack
 st done
+# As run, the probe line above lacked PYTHONPATH and failed ("No module named 'kvattn'"; fixed above since); it was
+# run again at once, on the same warm machine, as: KVATTN_LIBRARY=$PWD/dev/bin/s53/tree/libkvattn.so PYTHONPATH=$PWD/python python3 dev/numerics_probe.py
+# (run5/numerics_probe.log is that second run's output).
