@@ -470,7 +470,7 @@ int main(int argc, char **argv) {
          * is already drained (for the timing above), so this costs only the record's copy. A real loop that does
          * not synchronize each step reads it when it chooses (or checks the flags on the device) */
         if (g_cuda) {
-            kvattn_device_status ds;
+            kvattn_device_status ds = {0};
             int sst = kvattn_device_status_read(workspace, NULL, &ds);
             status_reads++;
             if (sst != KVATTN_OK || ds.flags != 0 || ds.num_failed != 0) {

@@ -88,8 +88,8 @@ typedef struct kvattn_params {
     int32_t seqlen_q;            /* fixed mode: queries per sequence */
     int32_t total_q;             /* varlen mode: rows of q/out (cu_seqlens_q[B] must be <= total_q; rows
                                   * cu_seqlens_q[B] .. total_q - 1 belong to no sequence: read and written by
-                                  * no backend). Fixed mode: 0 or B * seqlen_q (another value means that
-                                  * cu_seqlens_q was forgotten: KVATTN_ERR_INVALID_ARGUMENT) */
+                                  * no backend). Fixed mode with B > 0: 0 or B * seqlen_q (another value means
+                                  * that cu_seqlens_q was forgotten: KVATTN_ERR_INVALID_ARGUMENT) */
     int64_t q_batch_stride, q_row_stride, q_head_stride;
 
     /* new tokens to append (optional, k_new and v_new together): varlen [total_new, Hk, D] with
@@ -98,7 +98,8 @@ typedef struct kvattn_params {
     const void *v_new;
     const int32_t *cu_seqlens_knew;
     int32_t seqlen_knew; /* fixed mode: new tokens per sequence */
-    int32_t total_knew;  /* varlen mode: rows of k_new/v_new; fixed mode: 0 or B * seqlen_knew (as total_q) */
+    int32_t total_knew;  /* varlen mode: rows of k_new/v_new; fixed mode with k_new: 0 or B * seqlen_knew (as
+                          * total_q) */
     int64_t knew_batch_stride, knew_row_stride, knew_head_stride;
     int64_t vnew_batch_stride, vnew_row_stride, vnew_head_stride;
 

@@ -3,8 +3,9 @@
  * bookkeeping; it never touches cache data. Every failing call returns an error and changes nothing.
  *
  * Invariant that makes sharing safe: a page with refcount > 1 is full in every sequence that holds it (fork
- * shares only whole pages inside the parent's length), and appending only ever adds positions >= a sequence's
- * length. So an append takes either its own partially filled last page or fresh pages. (The pool counts appended
+ * shares only whole pages inside the parent's length), appending only ever adds positions >= a sequence's
+ * length, and truncation refuses to end a sequence inside a page it shares. So an append takes either its own
+ * partially filled last page or fresh pages. (The pool counts appended
  * tokens before kvattn_forward writes them: a fork must share only written tokens, as kvattn.h says.) */
 #include "internal.h"
 

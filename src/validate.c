@@ -216,7 +216,8 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         q_rows = p->seqlen_q;
         /* a total_q that disagrees with the fixed-length shape means cu_seqlens_q was forgotten: the call would
          * read seqlen_q rows per sequence (often 0) and write no output where the caller expects some */
-        RETURN_IF(p->total_q != 0 && (int64_t)p->total_q != (int64_t)B * p->seqlen_q, KVATTN_ERR_INVALID_ARGUMENT,
+        RETURN_IF(B > 0 && p->total_q != 0 && (int64_t)p->total_q != (int64_t)B * p->seqlen_q,
+                  KVATTN_ERR_INVALID_ARGUMENT,
                   "total_q: %d is set but cu_seqlens_q is NULL, so the call is fixed-length with seqlen_q=%d rows per "
                   "sequence (B=%d); pass cu_seqlens_q for varlen queries, or total_q=0", p->total_q, p->seqlen_q, B);
     }
@@ -265,7 +266,7 @@ int kv_validate_args(const kvattn_params *p, int backend) {
             RETURN_IF((int64_t)B * p->seqlen_knew > INT32_MAX, KVATTN_ERR_INVALID_ARGUMENT,
                       "seqlen_knew: B=%d times seqlen_knew=%d rows exceeds 2^31-1", B, p->seqlen_knew);
             n_rows = p->seqlen_knew;
-            RETURN_IF(p->total_knew != 0 && (int64_t)p->total_knew != (int64_t)B * p->seqlen_knew,
+            RETURN_IF(B > 0 && p->total_knew != 0 && (int64_t)p->total_knew != (int64_t)B * p->seqlen_knew,
                       KVATTN_ERR_INVALID_ARGUMENT,
                       "total_knew: %d is set but cu_seqlens_knew is NULL, so the call is fixed-length with "
                       "seqlen_knew=%d new tokens per sequence (B=%d); pass cu_seqlens_knew for varlen new tokens, or "

@@ -250,7 +250,8 @@ def test_generation_loop(kvattn, backend, page_size):
                 n_new.append(int(rng.integers(1, 40)))  # prompt
             else:
                 n_new.append(int(rng.choice([1, 1, 3])))  # decode or speculative verify
-        if step >= 4 and truncated[0] == 0 and 3 not in n_new and not all(prompt_step):
+        if step >= 4 and truncated[0] == 0 and not any(n == 3 and not p for n, p in zip(n_new, prompt_step)) \
+                and not all(prompt_step):
             n_new[prompt_step.index(False)] = 3  # at least one verification with dropped tokens per run
         bt, sl = c.step(live, n_new)
         cu = np.concatenate([[0], np.cumsum(n_new)]).astype(np.int32)
