@@ -74,8 +74,9 @@ test-python: lib
 
 # the CUDA backend's environment switches (src/cuda/backend.cu kv_device_info_get), each alone, over the GPU tests
 # whose launch orders they change (quick grids): KVATTN_NO_EARLY_APPEND is the documented way out for callers that
-# share writable rows (docs/DECISIONS.md); no other target sets any of them. About 3 minutes per switch on an H200
-# (fifty-third session: all passed, docs/perf/s53/run3 and run4)
+# share writable rows (docs/DECISIONS.md); no other target sets any of them. Its tests passed on an H200 under every
+# switch (fifty-third session, docs/perf/s53/run3 and run4, run in two parts: the first three tests took > 55 s per
+# switch, the last three 112 s for all six switches at once; the target itself was not timed as one run)
 KNOBS = KVATTN_NO_PDL KVATTN_NO_OVERLAP KVATTN_NO_EARLY KVATTN_NO_EARLY_APPEND KVATTN_NO_LEAN KVATTN_NO_TMA
 KNOB_TESTS = $(addprefix $(BUILD)/,test_grid test_inflight test_cuda_graph test_cuda_split test_cuda_packed \
              test_fuzz_bad_data)
