@@ -386,8 +386,8 @@ static inline __attribute__((always_inline)) void tile_scores(const int NR, cons
 #endif
 
 /* tile_pv sums one tile's products in fresh registers and then adds them to the row's accumulator: a running fp32
- * sum fed one key at a time over a whole long cache drifts systematically (0.2% at 200k keys of a constant value,
- * fifty-third session's audit); per tile, the accumulator takes one rounding per KT keys. */
+ * sum fed one key at a time over a whole long cache drifts systematically (3e-3 in fp32 at 262k keys of constant
+ * values: docs/perf/s53/cpu_drift_old_new.txt); per tile, the accumulator takes one rounding per KT keys. */
 #if defined(__AVX512F__)
 static inline __attribute__((always_inline)) void acc_add(float *restrict a, __m512 x) {
     _mm512_storeu_ps(a, _mm512_add_ps(_mm512_loadu_ps(a), x));

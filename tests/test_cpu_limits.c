@@ -137,9 +137,9 @@ done:
 /* A long sum without splits: n_q query rows (65: a prefill item, which the CPU does not split; or 1 with
  * num_splits=1) over N keys whose scores are all 0 (q = 0) and whose values are one constant per channel, so the
  * exact out is that constant. The CPU once fed each row's fp32 accumulator one key at a time over the whole cache:
- * at 262144 keys of ~0.1 out came out ~2e-3 low in fp32 and one ulp off in bf16 (fifty-third session's audit). Now
- * each tile's products are summed apart and added once per tile: fp32 within ~1.1e-4 relative (bound 3e-4), 16 bits
- * exact. */
+ * at 262144 keys of 0.05 - 0.2 out came out 3.0 - 3.6e-3 off in fp32 and one or two ulps off in 16 bits
+ * (docs/perf/s53/cpu_drift_old_new.txt). Now each tile's products are summed apart and added once per tile: fp32
+ * within ~1.2e-4 relative (bound 3e-4), 16 bits exact. */
 static void run_drift_case(int dtype, int n_q, int num_splits) {
     enum { N = 262144, DD = 16 };
     kvt_case_begin("%s, %d query rows over %d keys of constant values, num_splits=%d (accumulator drift)",
