@@ -89,6 +89,16 @@ static int32_t take_seq_id(kvattn_pages *pool) {
     return id;
 }
 
+/* Drops seq's pages from index keep on: each page nobody else holds goes back to the free list, in reverse so that a
+ * LIFO free list hands them out again in the same order. */
+static void drop_pages(kvattn_pages *pool, kv_page_seq *seq, int32_t keep) {
+    for (int32_t i = seq->num_pages - 1; i >= keep; i--) {
+        int32_t page = seq->pages[i];
+        if (--pool->refcount[page] == 0) pool->free_list[pool->num_free++] = page;
+    }
+    seq->num_pages = keep;
+}
+
 int kvattn_pages_create(kvattn_pages **out, int32_t num_pages, int32_t page_size) {
     kv_clear_error();
     RETURN_IF(!out, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_create: out is NULL");
@@ -225,11 +235,7 @@ int kvattn_pages_truncate(kvattn_pages *pool, int32_t seq_id, int32_t n_tokens) 
                   n_tokens, seq_id, last, pool->refcount[last] - 1, pool->page_size,
                   n_tokens / pool->page_size * pool->page_size);
     }
-    for (int32_t i = seq->num_pages - 1; i >= keep; i--) { /* reverse, as release */
-        int32_t page = seq->pages[i];
-        if (--pool->refcount[page] == 0) pool->free_list[pool->num_free++] = page;
-    }
-    seq->num_pages = keep;
+    drop_pages(pool, seq, keep);
     seq->length = n_tokens;
     return KVATTN_OK;
 }
@@ -240,14 +246,9 @@ int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id) {
     RETURN_IF(!find_seq(pool, seq_id), KVATTN_ERR_INVALID_ARGUMENT,
               "kvattn_pages_release: seq_id=%d is not a live sequence", seq_id);
     kv_page_seq *seq = &pool->seqs[seq_id];
-    /* return in reverse so that a LIFO free list hands them out again in the same order */
-    for (int32_t i = seq->num_pages - 1; i >= 0; i--) {
-        int32_t page = seq->pages[i];
-        if (--pool->refcount[page] == 0) pool->free_list[pool->num_free++] = page;
-    }
+    drop_pages(pool, seq, 0);
     seq->active = 0;
     seq->length = 0;
-    seq->num_pages = 0;
     pool->free_ids[pool->num_free_ids++] = seq_id; /* capacity == seqs_capacity >= num_seqs */
     return KVATTN_OK;
 }

@@ -151,7 +151,7 @@ class PagedKVCache:
             sid, n = _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)
             length = self.seq_len(sid)
             if length >= 0 and n > 0:
-                pages_after = max(self.seq_num_pages(sid), -(-(length + n) // self.page_size))
+                pages_after = self._pages_after(sid, length, n)
                 if pages_after > self.max_pages_per_seq:
                     raise KvattnArgumentError(
                         f"n_tokens: sequence {sid} would hold {pages_after} pages ({length} + {n} tokens of "
@@ -176,6 +176,10 @@ class PagedKVCache:
     def seq_num_pages(self, seq_id):
         """Pages the sequence holds; -1 for an unknown id."""
         return self._seq_query(lib.kvattn_pages_seq_num_pages, seq_id)
+
+    def _pages_after(self, seq_id, length, n):
+        """Pages seq_id (of `length` tokens) holds once n more tokens are appended."""
+        return max(self.seq_num_pages(seq_id), -(-(length + n) // self.page_size))
 
     def _seq_query(self, fn, seq_id):
         sid = _index("seq_id", seq_id)
@@ -217,7 +221,7 @@ class PagedKVCache:
                 raise KvattnArgumentError(f"n_new: sequence {s} would hold {length} + {n} tokens, past the C "
                                           f"library's int32")
             pages_now = self.seq_num_pages(s)
-            pages_after = max(pages_now, -(-(length + n) // self.page_size))
+            pages_after = self._pages_after(s, length, n)
             if width is not None and pages_after > width:
                 raise KvattnArgumentError(f"{width_name}: sequence {s} would hold {pages_after} pages after this step "
                                           f"({length} + {n} tokens of {self.page_size}) but the block table has "
