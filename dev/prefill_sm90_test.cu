@@ -181,7 +181,8 @@ struct Problem {
     int part_rows = 0;
     kvattn_params p;
     void *dq = 0, *dk = 0, *dv = 0, *dout = 0;
-    float *dlse = 0, *dcos = 0, *dsin = 0, *dslopes = 0, *dpart_o = 0, *dpart_lse = 0;
+    float *dlse = 0, *dcos = 0, *dsin = 0, *dslopes = 0, *dpart_o = 0;
+    float2 *dpart_ml = 0;
     int *dcu_q = 0, *dcu_new = 0, *dbt = 0, *dS = 0, *dL = 0, *dcbi = 0, *dcount = 0;
     kv_item *ditems = 0;
 };
@@ -316,7 +317,7 @@ static void build(Problem &P, bool fill_random = true) {
     CK(cudaMalloc(&P.dout, out_elems * 2 + 4096)); /* 1024 sentinel bytes each side */
     CK(cudaMalloc(&P.dlse, ((size_t)P.total_q * H + 512) * 4));
     CK(cudaMalloc(&P.dpart_o, ((size_t)P.part_rows + 1) * 256 * 4));
-    CK(cudaMalloc(&P.dpart_lse, ((size_t)P.part_rows + 1) * 4));
+    CK(cudaMalloc(&P.dpart_ml, ((size_t)P.part_rows + 1) * 8));
     CK(cudaMemcpy(P.dq, P.q.data(), P.q.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(P.dk, P.kc.data(), cache_elems * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(P.dv, P.vc.data(), cache_elems * 2, cudaMemcpyHostToDevice));
@@ -411,7 +412,7 @@ static void build(Problem &P, bool fill_random = true) {
 }
 
 static void free_problem(Problem &P) {
-    void *ptrs[] = {P.dq, P.dk, P.dv, P.dout, P.dlse, P.dcos, P.dsin, P.dslopes, P.dpart_o, P.dpart_lse,
+    void *ptrs[] = {P.dq, P.dk, P.dv, P.dout, P.dlse, P.dcos, P.dsin, P.dslopes, P.dpart_o, P.dpart_ml,
                     P.dcu_q, P.dcu_new, P.dbt, P.dS, P.dL, P.dcbi, P.dcount, P.ditems};
     for (void *x : ptrs) if (x) cudaFree(x);
 }
@@ -434,7 +435,7 @@ template <typename T, int DP, int BN, int KS> static void launch_v(Problem &P) {
     kv_attn_args a;
     memset(&a, 0, sizeof a);
     a.part_o = P.dpart_o;
-    a.part_lse = P.dpart_lse;
+    a.part_ml = P.dpart_ml;
     a.dp = DP;
     kv_item_list list;
     list.items = P.ditems;
@@ -534,16 +535,16 @@ static int check(Problem &P, const char *name, int sample_rows = 0) {
     CK(cudaMemset(P.dout, 0xff, out_elems * 2 + 4096)); /* NaN poison + sentinels */
     CK(cudaMemset(P.dlse, 0x7f, ((size_t)P.total_q * H + 512) * 4));
     CK(cudaMemset(P.dpart_o, 0xff, ((size_t)P.part_rows + 1) * 256 * 4));
-    CK(cudaMemset(P.dpart_lse, 0xff, ((size_t)P.part_rows + 1) * 4));
+    CK(cudaMemset(P.dpart_ml, 0xff, ((size_t)P.part_rows + 1) * 8));
     launch(P);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> out(out_elems + 2048);
-    std::vector<float> lse((size_t)P.total_q * H + 512), po((size_t)P.part_rows * 256 + 256), pl(P.part_rows + 1);
+    std::vector<float> lse((size_t)P.total_q * H + 512), po((size_t)P.part_rows * 256 + 256), pl(2 * (P.part_rows + 1));
     CK(cudaMemcpy(out.data(), P.dout, out_elems * 2 + 4096, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(lse.data(), P.dlse, lse.size() * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(po.data(), P.dpart_o, po.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(pl.data(), P.dpart_lse, pl.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(pl.data(), P.dpart_ml, pl.size() * 4, cudaMemcpyDeviceToHost));
     const double u = P.dtype == KVATTN_F16 ? 1.0 / 2048 : 1.0 / 256;
     Errs E;
     long sentinel_bad = 0;
@@ -572,7 +573,9 @@ static int check(Problem &P, const char *name, int sample_rows = 0) {
         if (it.part >= 0) {
             for (int c = 0; c < D; c++)
                 e.add(po[(size_t)(it.part + rr) * DP + c], ref[c], 4 * u + 2 * u * fabs(ref[c]), "part_o", it.part + rr, c, 0);
-            e.add(pl[it.part + rr], rl, 1e-3 * std::max(1.0, fabs(rl)), "part_lse", it.part + rr, 0, 0);
+            /* the piece's (m, log2 l) as its lse: (m + log2 l) ln 2 */
+            const double pls = ((double)pl[2 * (it.part + rr)] + pl[2 * (it.part + rr) + 1]) * 0.69314718055994531;
+            e.add(pls, rl, 1e-3 * std::max(1.0, fabs(rl)), "part_ml", it.part + rr, 0, 0);
         } else {
             const size_t row = (size_t)(P.cu_q[it.b] + i);
             for (int c = 0; c < D; c++)

@@ -28,7 +28,7 @@ typedef struct attn_plan {
     int64_t max_items, max_combine, max_part_rows;
     int prefill_rows;      /* packed rows per prefill item of the prefill variant */
     int sm90;              /* prefill items run on the sm_90a wgmma kernel (attn_prefill_sm90.cuh) */
-    size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_lse, off_rot_k, bytes;
+    size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_ml, off_rot_k, bytes;
 } attn_plan;
 
 /* (new row x kv head) units an early step may append (kv_attn_early) */
@@ -129,13 +129,13 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     off += round256((size_t)pl->max_combine * sizeof(int32_t));
     pl->off_part_o = off;
     off += round256((size_t)pl->max_part_rows * pl->pdp * sizeof(float));
-    pl->off_part_lse = off;
-    off += round256((size_t)pl->max_part_rows * sizeof(float));
+    pl->off_part_ml = off;
+    off += round256((size_t)pl->max_part_rows * sizeof(float2));
     /* the rotated new keys of an early step that appends with rotary (kv_attn_early, kv_attn_item): every call that
      * appends with rotary reserves them, whatever the device's flags, and a call past KV_SCHED_APPEND_UNITS (plain
      * order) reserves as many as the largest early one, so that a workspace sized for a larger call also serves a
      * smaller one */
-    pl->off_rot_k = off; /* = off_part_lse + round256(its bytes): kv_rot_k derives it so */
+    pl->off_rot_k = off; /* = off_part_ml + round256(its bytes): kv_rot_k derives it so */
     if (p->rotary_cos && kv_new_rows(p) > 0) {
         const int64_t units = kv_new_rows(p) * Hk;
         off += round256((size_t)(units < KV_SCHED_APPEND_UNITS ? units : KV_SCHED_APPEND_UNITS) * p->head_dim * 2);
@@ -580,7 +580,7 @@ static void attn_args_make(const attn_plan *pl, const int8_t *seq_ok, kvattn_dev
     args->combine = (kv_combine *)(ws + pl->off_combine);
     args->comb_done = (int32_t *)(ws + pl->off_comb_done);
     args->part_o = (float *)(ws + pl->off_part_o);
-    args->part_lse = (float *)(ws + pl->off_part_lse);
+    args->part_ml = (float2 *)(ws + pl->off_part_ml);
     args->max_items = pl->max_items;
     args->max_combine = pl->max_combine;
     args->max_part_rows = pl->max_part_rows;

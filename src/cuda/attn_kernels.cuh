@@ -125,7 +125,8 @@ typedef struct kv_attn_args {
     int32_t *comb_done;   /* [max_combine] pieces finished per combine task (zeroed by the scheduler) */
     kvattn_device_status *status; /* the scheduler finalizes the check flags first (see kv_finalize_block) */
     float *part_o;   /* [max_part_rows, dp] */
-    float *part_lse; /* [max_part_rows] */
+    float2 *part_ml; /* [max_part_rows] each piece row's (m, log2 l): its max score and the log2 of its sum of
+                      * exp2(score - m), in the kernels' log2 units; (-inf, 0) for a row that saw no key */
     int64_t max_items, max_combine, max_part_rows;
     int32_t grid_ctas;     /* blocks of the attention kernel */
     int32_t split_blocks;  /* auto split aims at KV_SPLIT_PIECES_PER_CTA chunks of work per block of this many */
@@ -139,12 +140,20 @@ typedef struct kv_attn_args {
     int32_t fused_check; /* 1: the scheduler runs the checks of every sequence first (no check kernel) */
 } kv_attn_args;
 /* An early step that appends with rotary (ROPE): the rotated new keys, [new row][kv head][head_dim] in k_new's row
- * order (kv_rot_row), written by the decode items that read them (kv_attn_item). The region follows part_lse
+ * order (kv_rot_row), written by the decode items that read them (kv_attn_item). The region follows part_ml
  * (attn_plan_make); its address is derived here rather than passed: a field more in kv_attn_args changed the
  * register allocation of unrelated kernels (the ws prefill kernel spilled 200 bytes). */
 template <typename T>
 static __device__ __forceinline__ T *kv_rot_k(const kv_attn_args &a) {
-    return (T *)((unsigned char *)a.part_lse + ((a.max_part_rows * (int64_t)sizeof(float) + 255) & ~(int64_t)255));
+    return (T *)((unsigned char *)a.part_ml + ((a.max_part_rows * (int64_t)sizeof(float2) + 255) & ~(int64_t)255));
+}
+/* A split piece's row for the merge: (m, log2 l) from its running max m (log2 units) and sum l, (-inf, 0) where
+ * l = 0. The pair is kept rather than one lse = (m + log2 l) ln 2: at scores of ~1e5 an fp32 lse rounds by ~1e-2,
+ * and the merge's weights exp(lse_s - lse) drifted by as much (with tied scores at 1e8 every piece weighed 1 and out
+ * came to nsplit x v; fifty-third session, dev/numerics_probe.py). With the pair, the merge subtracts maxima that
+ * are equal or close (exact in fp32) and adds only the small log2 l terms. */
+static __device__ __forceinline__ float2 kv_piece_ml(float m, float l) {
+    return l > 0.0f ? make_float2(m, log2f(l)) : make_float2(-CUDART_INF_F, 0.0f);
 }
 /* Element offset in kv_rot_k of new row t of sequence b (s.new_row0: its first row when varlen), kv head 0 */
 static __device__ __forceinline__ int64_t kv_rot_row(const kvattn_params &p, int b, int32_t new_row0, int32_t t) {
@@ -2282,9 +2291,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 if (it.part >= 0) {
                     *(float4 *)(a.part_o + (int64_t)(it.part + rr) * kv_part_pitch<DP>(a) + c) =
                         make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
-                    if (c == 0)
-                        a.part_lse[it.part + rr] =
-                            L > 0.0f ? (mx + log2f(L)) * 0.69314718055994531f : -CUDART_INF_F;
+                    if (c == 0) a.part_ml[it.part + rr] = kv_piece_ml(mx, L);
                 } else if (!gate || verdict == 1) {
                     const int64_t oo =
                         kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
@@ -2315,7 +2322,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
 #pragma unroll
                     for (int d = 0; d < DT; d++)
                         *(float2 *)(po + d * 8 + tq * 2) = make_float2(o[d][2 * h2] * inv, o[d][2 * h2 + 1] * inv);
-                    if (tq == 0) a.part_lse[it.part + rr] = lse;
+                    if (tq == 0) a.part_ml[it.part + rr] = kv_piece_ml(m2[h2], l[h2]);
                 } else {
                     const int64_t oo =
                         kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
@@ -2365,7 +2372,8 @@ static __host__ __device__ constexpr int kv_combine_few(bool decode, int dp) {
     return decode || dp == 96 || dp == 128 ? KV_COMBINE_FEW : 0;
 }
 /* ---- combine: merge the pieces of a split tile in split order ------------------------------------------
- * For packed row rr of task cb: lse = log(sum_s exp(lse_s)), out = sum_s exp(lse_s - lse) * out_s, summed in
+ * For packed row rr of task cb, from each piece's (m_s, g_s = log2 l_s) (kv_piece_ml), M = max_s m_s:
+ * W_s = exp2(m_s - M + g_s), W = sum_s W_s, lse = (M + log2 W) ln 2, out = sum_s (W_s / W) * out_s, summed in
  * split order s = 0, 1, ... whichever block runs it (deterministic). One warp per row: lanes over splits (fixed
  * shuffle tree) for the lse and the weights, then lanes over 4-channel groups, each lane reading one float4 of
  * every split with the loads of 8 splits in flight (the merge is latency-bound: 32 splits cost 4 round trips,
@@ -2384,25 +2392,29 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
     long long tl_a = clock64(), tl_b = 0, tl_x = 0, tl_o = 0, tl_c = 0, tl_y = 0;
 #endif
     for (int rr = warp; rr < cb.nrows; rr += nwarps) {
-        const float *lse_s = a.part_lse + cb.part_base + rr; /* split k at lse_s[k * nrows] */
-        const float first = lane < ns ? __ldcg(lse_s + (int64_t)lane * cb.nrows) : -CUDART_INF_F;
-        /* the lane's first four channels of the first FEW splits, loaded in the lse's round trip */
+        const float2 *ml_s = a.part_ml + cb.part_base + rr; /* split k at ml_s[k * nrows] */
+        const float2 first = lane < ns ? __ldcg(ml_s + (int64_t)lane * cb.nrows) : make_float2(-CUDART_INF_F, 0.0f);
+        /* the lane's first four channels of the first FEW splits, loaded in the (m, log2 l) round trip */
         const float *po_row = a.part_o + ((int64_t)cb.part_base + rr) * DP;
         float4 xf[FEW > 0 ? FEW : 1];
 #pragma unroll
         for (int k = 0; k < FEW; k++)
             if (k < ns)
                 xf[k] = __ldcg((const float4 *)(po_row + (int64_t)k * cb.nrows * DP + (lane * 4 < D ? lane * 4 : 0)));
-        float mx = first;
-        for (int k = lane + 32; k < ns; k += 32) mx = fmaxf(mx, __ldcg(lse_s + (int64_t)k * cb.nrows));
+        float mx = first.x;
+        for (int k = lane + 32; k < ns; k += 32) mx = fmaxf(mx, __ldcg(ml_s + (int64_t)k * cb.nrows).x);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         const float msafe = mx == -CUDART_INF_F ? 0.0f : mx;
-        float L = lane < ns ? expf(first - msafe) : 0.0f;
-        for (int k = lane + 32; k < ns; k += 32) L += expf(__ldcg(lse_s + (int64_t)k * cb.nrows) - msafe);
+        float L = lane < ns ? exp2f(first.x - msafe + first.y) : 0.0f; /* 0 for an empty piece: m = -inf */
+        for (int k = lane + 32; k < ns; k += 32) {
+            const float2 ml = __ldcg(ml_s + (int64_t)k * cb.nrows);
+            L += exp2f(ml.x - msafe + ml.y);
+        }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
-        const float lse = L > 0.0f ? msafe + logf(L) : -CUDART_INF_F;
+        const float lg = L > 0.0f ? log2f(L) : 0.0f;
+        const float lse = L > 0.0f ? (msafe + lg) * 0.69314718055994531f : -CUDART_INF_F;
 #ifdef KVATTN_TIMELINE
         if (threadIdx.x == 0 && tl_b == 0) tl_b = __float_as_int(lse) != 0x7fc00001 ? clock64() : 1;
         if (FEW > 0 && threadIdx.x == 0 && tl_x == 0) /* the first partial's channels, loaded with the lse */
@@ -2425,9 +2437,11 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             for (int k0 = 0; k0 < ns; k0 += 32) {
                 /* lane k holds the weight of split k0 + k */
-                const float w_mine =
-                    L > 0.0f && k0 + lane < ns
-                        ? expf((k0 == 0 ? first : __ldcg(lse_s + (int64_t)(k0 + lane) * cb.nrows)) - lse) : 0.0f;
+                float w_mine = 0.0f;
+                if (L > 0.0f && k0 + lane < ns) {
+                    const float2 ml = k0 == 0 ? first : __ldcg(ml_s + (int64_t)(k0 + lane) * cb.nrows);
+                    w_mine = exp2f(ml.x - msafe + ml.y - lg);
+                }
                 const int kn = min(32, ns - k0);
                 const float *po = po_row + (int64_t)k0 * cb.nrows * DP + (c0 < D ? c0 : 0);
                 int k1 = 0;

@@ -275,8 +275,9 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
      * empty asm keeps them from being read again). Read inside `tq == 0`, the lse pointer compiled to an LDC whose
      * result the branch on it waited for: ~35% of the ws kernel's epilogue stall samples at D 128 (ncu, 1 x 16384,
      * thirty-ninth session). KV_SM90_EPI_PIN=0 builds the old form. */
-    float *lse_g = p.softmax_lse, *part_o = a.part_o, *part_lse = a.part_lse;
-    if (KV_SM90_EPI_PIN) asm volatile("" : "+l"(lse_g), "+l"(part_o), "+l"(part_lse));
+    float *lse_g = p.softmax_lse, *part_o = a.part_o;
+    float2 *part_ml = a.part_ml;
+    if (KV_SM90_EPI_PIN) asm volatile("" : "+l"(lse_g), "+l"(part_o), "+l"(part_ml));
 #pragma unroll
     for (int h2 = 0; h2 < 2; h2++) {
         l[h2] += __shfl_xor_sync(0xffffffffu, l[h2], 1);
@@ -294,7 +295,7 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
 #pragma unroll
             for (int n = 0; n < DP / 8; n++)
                 *(float2 *)(po + n * 8 + tq * 2) = make_float2(o[4 * n + 2 * h2] * inv, o[4 * n + 2 * h2 + 1] * inv);
-            if (tq == 0) part_lse[it.part + rr] = lse;
+            if (tq == 0) part_ml[it.part + rr] = kv_piece_ml(m2[h2], l[h2]);
         } else {
             const int64_t oo =
                 kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
