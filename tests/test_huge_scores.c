@@ -6,8 +6,12 @@
  * merged weights no longer sum to 1: the CUDA backend's merge did so until the fifty-fourth session and returned
  * out = 1.0117 v (fp16, 4 splits, s = 1e6) and out = nsplit x v at s = 1e8 (dev/numerics_probe.py). A merge that
  * carries each piece's (max, sum) gives v exactly.
- * out is checked to within a quarter of a 16-bit ulp of v (v is +-1 or +-2: that is, exactly v); lse to
- * 1e-5 |score| + 1e-3 (the scores' own fp32 rounding). Decode rows (one query) and prefill rows (64 queries, not
+ * out is checked to within a quarter of a 16-bit ulp of v (v is +-1 or +-2: that is, exactly v), except the CUDA
+ * prefill rows: there to within u |v| (u: the 16-bit ulp at 1.0). The prefill kernels round P to the element type
+ * for P x V while l sums the fp32 P (as FlashAttention does), and they take P = exp2 of the fma residue s c - m,
+ * not of a rounded difference, so tied scores give P = 1 + (a few 1e-4) rather than 1: measured on the H200, out one
+ * 16-bit ulp below v (ratio 1 - u/2) at |s| >= 1e4 (fp16) / 1e6 (bf16) with or without splits (fifty-fourth
+ * session, docs/perf/s54). lse to 1e-5 |score| + 1e-3 (the scores' own fp32 rounding). Decode rows (one query) and prefill rows (64 queries, not
  * causal), head dims 64 and 128, num_splits 1, 2, 4, 8, automatic, and batch-invariant automatic. Two sequences of
  * 4096 and 2500 keys on the same broadcast cache. */
 #include "test_cuda_common.h"
@@ -87,8 +91,8 @@ static void huge_case(int backend, int dtype, int D, int NQ, double score, int b
         }
         if (kvt_download(&bo, o, out_elems * 2) || kvt_download(&bl, l, nl * 4)) kvt_failf("download failed");
         const double u = dtype == KVATTN_BF16 ? 1.0 / 128 : 1.0 / 1024; /* a 16-bit ulp at 1.0 */
+        const double tol = backend == KVATTN_BACKEND_CUDA && NQ > 1 ? u : u / 4;
         int bad = 0;
-        double worst = 0;
         for (int b = 0; b < 2; b++)
             for (int i = 0; i < NQ; i++)
                 for (int h = 0; h < H; h++) {
@@ -105,8 +109,7 @@ static void huge_case(int backend, int dtype, int D, int NQ, double score, int b
                         const double g = kvref_load(dtype, o, ((int64_t)(b * NQ + i) * H + h) * D + c);
                         const double w = kvref_load(dtype, v, (int64_t)kh * D + c);
                         const double e = fabs(g - w) / fabs(w);
-                        if (e > worst || e != e) worst = e;
-                        if (!(e <= u / 4) && bad++ < 4)
+                        if (!(e <= tol) && bad++ < 4)
                             kvt_failf("sequence %d row %d head %d ch %d: out %.6g, want %.6g (ratio %.6g)", b, i, h,
                                       c, g, w, g / w);
                     }
