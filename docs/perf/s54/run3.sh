@@ -1,6 +1,6 @@
 #!/bin/bash
 # s54 call 3: the library of call 1 (dev/bin/s54/tree): decode_step, the demo, the Python suite, and memcheck of the
-# other GPU tests (quick grids, exact allocations, provoked API errors off).
+# other GPU tests, test_cuda_split again with a longer timeout (quick grids, exact allocations, provoked API errors off).
 T=dev/bin/s54/tree
 L=$OUT/logs; mkdir -p $L
 pack() { (cd $OUT && tar czf logs.tgz logs); }
@@ -18,5 +18,5 @@ mc() {
   echo "memcheck $1 rc=$? $(grep -E "passed|ERROR SUMMARY" $L/mc_$1.log | tail -2 | paste -sd' ')"
   pack
 }
-mc test_cuda_packed 40; mc test_inflight 70; mc test_grid 100
+mc test_cuda_split 150; mc test_cuda_packed 40; mc test_inflight 60; mc test_grid 90
 st done
