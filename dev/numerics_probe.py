@@ -3,6 +3,7 @@
 # answer, for two predictions that the audit made from the kernels' formulas without a GPU:
 #   (a) split merges combine the pieces by their fp32 lse alone, so with every score tied at s the merged weights drift
 #       by ~|s| 2^-24 relative per piece: out should be exactly v = 1, predicted off at |s| >= ~1e5;
+#       (measured so in the fifty-third session; fixed in the fifty-fourth: the pieces now carry (m, log2 l), out = 1)
 #   (b) the warp-specialized prefill kernel's unmasked tiles take the row max from a rounded product but the exponent
 #       from an unrounded fma, so at |score log2 e| >= 2^29 (fp16) P is rounded to inf / 0 / subnormals.
 # Usage (GPU, torch): KVATTN_LIBRARY=build/libkvattn.so python3 dev/numerics_probe.py
