@@ -671,7 +671,7 @@ int main(void) {
     g_force_D = 0;
     if (swept != 32) kvt_note_failure("head-dim sweep: built %d of 32", swept);
     /* long caches of one or two sequences, split in auto mode into ~12 to 40 pieces per kv head on the H200 (the
-     * merge loads the first 8 pieces with the lse and the rest in rounds of 8, also beyond 32: more than the other
+     * merge loads the first 8 pieces with their (m, log2 l) and the rest in rounds of 8, also beyond 32: more than the other
      * cases reach), or in batch-invariant mode into 16 pieces of 2048 keys: {D, Hk, group, S, B, nq, batch_invariant}.
      * A build whose merge dropped the last of more than 8 pieces failed these cases (nineteenth session). */
     static const int many[][7] = {{128, 2, 4, 31000, 1, 1, 0}, {128, 1, 8, 11000, 1, 1, 0}, {128, 3, 8, 31000, 1, 1, 0},

@@ -86,7 +86,7 @@ static_assert(KV_SCHED_SEQS <= 2 * KV_SCHED_THREADS, "the fused check gives a th
 #define KV_SCHED_BUCKETS 256   /* item order: piece lengths 255 KV tiles and longer share the first range */
 
 /* One work item: packed rows [row0, row0 + nrows) of (sequence b, kv_head) against keys [klo, khi). part >= 0:
- * a split piece whose normalized partial out/lse go to partial rows [part, part + nrows); the block that
+ * a split piece whose normalized partial out and (m, log2 l) go to partial rows [part, part + nrows); the block that
  * finishes the last piece of combine task `comb` merges them (see kv_attn_piece_done). */
 typedef struct __align__(16) kv_item { /* 16-byte aligned: written and read as two 16-byte words */
     int32_t b, kv_head, row0, nrows, klo, khi, part, comb;
@@ -2244,8 +2244,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         /* decode merge (v48): the warps' O rows in fp32 at a pitch of DP + 8 floats (a half-warp's 8-byte stores on
          * distinct banks; DP floats put the 8 rows of a fragment on the same banks), only the item's rows; then a
          * thread per (row, 4 channels) of the item's rows (one pass for 4 rows of D 128: the old pass went over all
-         * 16 rows by channel pairs, 8 steps) with the row's lse computed where it is stored. The same sums in the
-         * same order as before: the same bits. */
+         * 16 rows by channel pairs, 8 steps) with the row's lse (or a piece's (m, log2 l)) computed where it is
+         * stored. The same sums in the same order as before: the same bits. */
         constexpr int SF = DP + 8;
         float *stage_f = (float *)(sK); /* [4 warps][16 rows][SF] */
         if (decode) {
@@ -2362,7 +2362,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
         }
 }
 
-#define KV_COMBINE_FEW 8 /* a merge loads the first channels of its first this many splits with their lse */
+#define KV_COMBINE_FEW 8 /* a merge loads the first channels of its first this many splits with their (m, log2 l) */
 /* Whether a kernel's merge loads those early (v47): the 8 float4s stay live through the inlined merge and the
  * ptxas allocation of the whole kernel follows. Measured on the H200 (seventeenth session, causal prefill, 16k
  * tokens, 16x1024 / 4x4096 / 1x16384, the mma.sync kernel): without the early loads DP 32 -7 to -9%, DP 64 -13 to
@@ -2417,7 +2417,7 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
         const float lse = L > 0.0f ? (msafe + lg) * 0.69314718055994531f : -CUDART_INF_F;
 #ifdef KVATTN_TIMELINE
         if (threadIdx.x == 0 && tl_b == 0) tl_b = __float_as_int(lse) != 0x7fc00001 ? clock64() : 1;
-        if (FEW > 0 && threadIdx.x == 0 && tl_x == 0) /* the first partial's channels, loaded with the lse */
+        if (FEW > 0 && threadIdx.x == 0 && tl_x == 0) /* the first partial's channels, loaded with (m, log2 l) */
             tl_x = __float_as_int(xf[0].x) != 0x7fc00001 ? clock64() : 1;
         if (FEW > 0 && threadIdx.x == 0 && tl_y == 0) { /* all of them (the splits < min(ns, FEW)) */
             float all = 0.0f;

@@ -1,4 +1,4 @@
-"""CPU split merge with huge, tied scores (the CUDA lse-only merge breaks here: cuda_split_merge_model.py)."""
+"""CPU split merge with huge, tied scores (the CUDA lse-only merge broke here until the fifty-fourth session: cuda_split_merge_model.py)."""
 import sys, os
 sys.path.insert(0, os.path.dirname(__file__))
 from ref64 import *
