@@ -56,7 +56,8 @@ static void huge_case(int backend, int dtype, int D, int NQ, double score, int b
     for (int r = 0; r < 2 * NQ; r++)
         for (int h = 0; h < H; h++)
             for (int c = 0; c < D; c++)
-                mean_dot += kvref_load(dtype, q, ((int64_t)r * H + h) * D + c) * kvref_load(dtype, k, (int64_t)(h / (H / HK)) * D + c);
+                mean_dot += kvref_load(dtype, q, ((int64_t)r * H + h) * D + c) *
+                            kvref_load(dtype, k, (int64_t)(h / (H / HK)) * D + c);
     mean_dot /= 2.0 * NQ * H;
     const float scale = (float)(score / mean_dot);
     for (size_t i = 0; i < out_elems; i++) o[i] = 0x7e77; /* poison: a NaN in both types */
@@ -64,8 +65,8 @@ static void huge_case(int backend, int dtype, int D, int NQ, double score, int b
     int32_t bidx[2] = {0, 0};
     kvt_buf bq = kvt_alloc(backend, nq_el * 2), bk = kvt_alloc(backend, (size_t)HK * D * 2),
             bv = kvt_alloc(backend, (size_t)HK * D * 2), bs = kvt_alloc(backend, sizeof S),
-            bo = kvt_alloc(backend, out_elems * 2), bl = kvt_alloc(backend, nl * 4), bb = kvt_alloc(backend, sizeof bidx),
-            ws = {0};
+            bo = kvt_alloc(backend, out_elems * 2), bl = kvt_alloc(backend, nl * 4),
+            bb = kvt_alloc(backend, sizeof bidx), ws = {0};
     kvattn_params p = kvattn_params_default();
     p.dtype = dtype; p.batch = 2; p.num_heads = H; p.num_kv_heads = HK; p.head_dim = D;
     p.q = bq.ptr; p.seqlen_q = NQ; p.q_batch_stride = (int64_t)NQ * H * D; p.q_row_stride = H * D; p.q_head_stride = D;
@@ -145,7 +146,8 @@ static void run_backend(int backend) {
             for (int n = 0; n < 2; n++)
                 for (int s = 0; s < nsc; s++)
                     for (int k = 0; k < nsp; k++)
-                        huge_case(backend, dtypes[t], dims[d], nqs[n], SCORES[s], SPLITS[k][0], SPLITS[k][1], SPLITS[k][2]);
+                        huge_case(backend, dtypes[t], dims[d], nqs[n], SCORES[s], SPLITS[k][0], SPLITS[k][1],
+                                  SPLITS[k][2]);
 }
 
 int main(void) {
