@@ -1,6 +1,7 @@
 # _lib.py — loads libkvattn.so through ctypes, mirrors the C structs, checks version and struct size at
 # import, and turns every failing C status into a KvattnError carrying the status and the C message.
 import ctypes
+import functools
 import os
 
 from ._version import __version__
@@ -48,9 +49,11 @@ def _rebuild_error(cls, status, message, function):
 class KvattnError(RuntimeError):
     """An error reported by kvattn.
 
-    Attributes: ``status`` (the C status number, see kvattn.h), ``status_name`` ("KVATTN_ERR_BAD_DATA") and
+    Attributes: ``status`` (the C status number, see kvattn.h), ``status_name`` ("KVATTN_ERR_BAD_DATA"),
     ``message`` (the detail: for a C failure the text of kvattn_last_error(), which names the argument and
-    its values; for a check made in Python, the same kind of sentence).
+    its values; for a check made in Python, the same kind of sentence) and ``function`` (the C function that
+    failed, e.g. "kvattn_forward", or for a check made in Python the public function or method it failed in,
+    e.g. "flash_attn_with_kvcache", "PagedKVCache.step"; None for the lower-level helpers).
     """
 
     def __init__(self, status, message, function=None):
@@ -64,6 +67,11 @@ class KvattnError(RuntimeError):
 
     def __reduce__(self):
         return _rebuild_error, (type(self), self.status, self.message, self.function)
+
+    def _name_function(self, function):
+        """Names the public function a check made in Python failed in (those checks raise with function=None)."""
+        if self.function is None:
+            KvattnError.__init__(self, self.status, self.message, function)
 
 
 class KvattnArgumentError(KvattnError, ValueError):
@@ -79,6 +87,21 @@ class KvattnTypeError(KvattnError, TypeError):
 
     def __init__(self, message, function=None):
         super().__init__(ERR_INVALID_ARGUMENT, message, function)
+
+
+def names_errors(fn):
+    """Puts the public function's (or method's) own name on every KvattnError raised while it runs that carries
+    none: the library's errors name their C function, the checks made in Python named none. The message then
+    starts with it, e.g. "flash_attn_with_kvcache: KVATTN_ERR_INVALID_ARGUMENT: k: ..."."""
+    @functools.wraps(fn)
+    def named(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KvattnError as e:
+            name = fn.__qualname__
+            e._name_function(name[:-len(".__init__")] if name.endswith(".__init__") else name)
+            raise
+    return named
 
 
 def status_name(status):

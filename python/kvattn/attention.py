@@ -11,7 +11,7 @@ from ._arrays import (Call, need_float, need_index_vector, need_int32, need_last
 import numpy as np
 
 from ._lib import (BACKEND_CPU, ERR_BAD_DATA, INT32_MAX, INT32_MIN, KvattnArgumentError, KvattnError,
-                   KvattnTypeError, check, lib)
+                   KvattnTypeError, check, lib, names_errors)
 
 _DIFFERENCES = """
     Differences from flash-attention (kvattn's docs/SPEC.md, "Positions of the design"):
@@ -311,6 +311,7 @@ def _varlen_q(qa, cuq):
     return p, B
 
 
+@names_errors
 def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_seqlen_q, k=None, v=None,
                                         cu_seqlens_k=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None,
                                         cache_batch_idx=None, cache_leftpad=None, block_table=None,
@@ -381,6 +382,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     return (out, lse) if return_softmax_lse else out
 
 
+@names_errors
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
@@ -433,6 +435,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     return (out, lse) if return_softmax_lse else out
 
 
+@names_errors
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                            deterministic=False, return_attn_probs=False, block_table=None, *,

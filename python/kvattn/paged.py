@@ -8,7 +8,8 @@ import sys
 import numpy as np
 
 from ._arrays import Arr, _np_dtype, need_writable
-from ._lib import INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib
+from ._lib import (INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib,
+                   names_errors)
 
 _CACHE_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -49,6 +50,7 @@ class PagedKVCache:
     cache_seqlens are the lengths before this step, as the attention functions expect.
     """
 
+    @names_errors
     def __init__(self, num_pages, page_size, num_kv_heads, head_dim, dtype, device=None, max_pages_per_seq=None):
         self.num_pages, self.page_size = _i32("num_pages", num_pages), _i32("page_size", page_size)
         self.num_kv_heads, self.head_dim = _i32("num_kv_heads", num_kv_heads), _i32("head_dim", head_dim)
@@ -110,12 +112,14 @@ class PagedKVCache:
         return self._pool
 
     # ---- sequences -------------------------------------------------------------------------------------------
+    @names_errors
     def add_seq(self):
         """Starts an empty sequence; returns its id (ids of freed sequences are reused)."""
         sid = ctypes.c_int32()
         check(lib.kvattn_pages_add_seq(self._handle(), ctypes.byref(sid)), "kvattn_pages_add_seq")
         return sid.value
 
+    @names_errors
     def fork(self, parent, n_tokens=None):
         """Starts a sequence sharing the first n_tokens tokens of `parent` (default: all of them; must be a
         multiple of page_size). The shared pages are reference-counted, never copied. Returns the new id.
@@ -137,12 +141,14 @@ class PagedKVCache:
               "kvattn_pages_fork")
         return sid.value
 
+    @names_errors
     def free(self, seq_id):
         """Ends a sequence; its pages that no other sequence shares return to the pool."""
         check(lib.kvattn_pages_release(self._handle(), _i32("seq_id", seq_id)), "kvattn_pages_release")
 
     release = free
 
+    @names_errors
     def append(self, seq_id, n_tokens):
         """Reserves room for n_tokens more tokens of seq_id (taking free pages as needed) and counts them as
         appended. Raises KvattnError(KVATTN_ERR_OUT_OF_PAGES) and changes nothing when the pool is short, and
@@ -161,6 +167,7 @@ class PagedKVCache:
 
     reserve = append
 
+    @names_errors
     def truncate(self, seq_id, n_tokens):
         """Shortens seq_id to its first n_tokens tokens (e.g. to drop rejected speculative tokens after a
         verification step). Pages past the new length return to the pool unless another sequence shares them.
@@ -169,10 +176,12 @@ class PagedKVCache:
         check(lib.kvattn_pages_truncate(self._handle(), _i32("seq_id", seq_id), _i32("n_tokens", n_tokens)),
               "kvattn_pages_truncate")
 
+    @names_errors
     def seq_len(self, seq_id):
         """Tokens of the sequence (counting those appended for a step not yet run); -1 for an unknown id."""
         return self._seq_query(lib.kvattn_pages_seq_len, seq_id)
 
+    @names_errors
     def seq_num_pages(self, seq_id):
         """Pages the sequence holds; -1 for an unknown id."""
         return self._seq_query(lib.kvattn_pages_seq_num_pages, seq_id)
@@ -194,6 +203,7 @@ class PagedKVCache:
         return int(lib.kvattn_pages_used_count(self._handle()))
 
     # ---- per-step tables -------------------------------------------------------------------------------------
+    @names_errors
     def step(self, seq_ids, n_new, out=None):
         """Appends n_new[b] tokens to sequence seq_ids[b], then returns (block_table int32 [B, W],
         cache_seqlens int32 [B]) for this step, cache_seqlens being the lengths before the step (the new tokens
@@ -235,6 +245,7 @@ class PagedKVCache:
             check(lib.kvattn_pages_append(self._handle(), s, n), "kvattn_pages_append")
         return self.tables(seq_ids, pending=n_new, out=out)
 
+    @names_errors
     def tables(self, seq_ids, pending=None, out=None):
         """Returns (block_table int32 [B, W], cache_seqlens int32 [B]) for the batch seq_ids, with
         cache_seqlens[b] = length - pending[b]. Unused block_table entries are -1. W = max_pages_per_seq (the

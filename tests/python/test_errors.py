@@ -277,6 +277,41 @@ def test_error_attributes(kvattn):
     assert kvattn.last_error() == e.message
 
 
+def test_python_checks_name_the_function(kvattn):
+    """A check made in Python names the public function it failed in (fifty-fourth session; it carried none), as
+    the library's errors name their C function; the message starts with it, once."""
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    q3 = args["q"]  # [total_q, H, D]: three dimensions, where flash_attn_with_kvcache wants four
+    bad = dict(args, v_cache=args["v_cache"][:, :-1])  # v_cache's shape differs from k_cache's
+    calls = [
+        ("flash_attn_varlen_func_with_kvcache", lambda: kvattn.flash_attn_varlen_func_with_kvcache(**bad), "v_cache"),
+        ("flash_attn_with_kvcache", lambda: kvattn.flash_attn_with_kvcache(q3, args["k_cache"], args["v_cache"]), "q:"),
+        ("flash_attn_varlen_func",
+         lambda: kvattn.flash_attn_varlen_func(q3[None], args["k_cache"], args["v_cache"], args["cu_seqlens_q"],
+                                               args["cu_seqlens_q"], 2, 2), "q:"),
+    ]
+    for name, call, word in calls:
+        with pytest.raises(kvattn.KvattnArgumentError) as info:
+            call()
+        e = info.value
+        assert e.function == name, (name, e.function, str(e))
+        assert str(e).startswith(f"{name}: KVATTN_ERR_INVALID_ARGUMENT: ") and str(e).count(name) == 1, str(e)
+        assert word in e.message and not e.message.startswith(name), e.message
+    # the page manager's Python checks too (its C calls name their C function, e.g. kvattn_pages_create)
+    with pytest.raises(kvattn.KvattnArgumentError) as info:
+        kvattn.PagedKVCache(4, 16, 1, 8, np.float16, max_pages_per_seq=0)
+    assert info.value.function == "PagedKVCache" and str(info.value).startswith("PagedKVCache: "), str(info.value)
+    cache = kvattn.PagedKVCache(4, 16, 1, 8, np.float16)
+    with pytest.raises(kvattn.KvattnArgumentError) as info:
+        cache.step([99], [1])
+    assert info.value.function == "PagedKVCache.step" and "seq_ids: 99" in info.value.message, str(info.value)
+    # the library's own errors keep their C function
+    assert bad_data_error(kvattn).function == "kvattn_forward"
+
+
 def test_int32_fields_never_wrap(kvattn):
     # ctypes would store 2**31 as -2**31: the params mirror must refuse it, naming the field
     from kvattn._lib import Params
