@@ -8,8 +8,8 @@ import sys
 import numpy as np
 
 from ._arrays import Arr, _np_dtype, need_writable
-from ._lib import (INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check, lib,
-                   names_errors)
+from ._lib import (INT32_MAX, INT32_MIN, ERR_OUT_OF_PAGES, KvattnArgumentError, KvattnError, KvattnTypeError, check,
+                   lib, names_errors)
 
 _CACHE_DTYPES = ("float16", "bfloat16", "float32")
 
