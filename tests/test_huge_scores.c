@@ -9,9 +9,9 @@
  * out is checked to within a quarter of a 16-bit ulp of v (v is +-1 or +-2: that is, exactly v), except the CUDA
  * prefill rows: there to within u |v| (u: the 16-bit ulp at 1.0). The prefill kernels round P to the element type
  * for P x V while l sums the fp32 P (as FlashAttention does), and they take P = exp2 of the fma residue s c - m, not
- * of a rounded difference, so tied scores give P = 1 + (a few 1e-4) rather than 1: measured on the H200, out one
- * 16-bit ulp below v (ratio 1 - u/2) at |s| >= 1e4 (fp16) / 1e6 (bf16) with or without splits (fifty-fourth session,
- * docs/perf/s54). lse to 1e-5 |score| + 1e-3 (the scores' own fp32 rounding). Decode rows (one query) and prefill
+ * of a rounded difference, so tied scores give P = exp2(residue), the same for every key, rather than 1, and its
+ * 16-bit rounding moves every weight the same way: measured on the H200, out one 16-bit ulp below v (ratio 1 - u/2)
+ * at |s| >= 1e4 (fp16) / 1e6 (bf16) with or without splits (fifty-fourth session, docs/perf/s54). lse to 1e-5 |score| + 1e-3 (the scores' own fp32 rounding). Decode rows (one query) and prefill
  * rows (64 queries, not causal), head dims 64 and 128, num_splits 1, 2, 4, 8, automatic, batch-invariant automatic,
  * and 48 pieces (below). Two sequences of 4096 (98304 for the 48-piece cases) and 2500 keys on the same broadcast
  * cache. */
