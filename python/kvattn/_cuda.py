@@ -5,7 +5,7 @@ import ctypes
 import sys
 
 from ._lib import (BACKEND_CUDA, DEVICE_FLAGS, ERR_NOT_AVAILABLE, DeviceStatusRecord, KvattnArgumentError,
-                   KvattnError, check, lib)
+                   KvattnError, check, lib, names_errors)
 
 _MIB = 1 << 20
 # A workspace holds a call's split partials, work lists and status record, so two calls that may run at the same
@@ -71,6 +71,7 @@ def _workspace(torch, index, stream, nbytes, graph):
     return ws
 
 
+@names_errors
 def reserve_workspace(nbytes, device=None, stream=None, graph=False):
     """Makes sure a workspace of at least `nbytes` bytes is allocated now: the one of `stream` (default: the
     current stream) of `device` (default: the current CUDA device), or with graph=True the device's graph
@@ -83,6 +84,7 @@ def reserve_workspace(nbytes, device=None, stream=None, graph=False):
         return _workspace(torch, index, _stream(torch, index, stream), int(nbytes), bool(graph))
 
 
+@names_errors
 def workspace(device=None, stream=None, graph=False):
     """The workspace tensor (torch.uint8) of `stream` (default: the current stream) of `device`, or with
     graph=True the device's graph workspace; None before the first call that used it."""
@@ -154,6 +156,7 @@ def _status_workspace(torch, index, workspace, stream, graph):
     return ws
 
 
+@names_errors
 def device_status(device=None, workspace=None, stream=None, graph=False):
     """Reads the status record of the last CUDA call on `stream` (default: torch's current stream) of `device`
     (default: the current device), waiting for that stream to reach that point (a stream synchronization).
@@ -172,6 +175,7 @@ def device_status(device=None, workspace=None, stream=None, graph=False):
     return DeviceStatus(rec.flags, rec.num_failed, rec.first_failed)
 
 
+@names_errors
 def device_status_tensor(device=None, workspace=None, stream=None, graph=False):
     """Non-blocking: returns an int32 CUDA tensor of 4 elements [flags, num_failed, first_failed, reserved]
     that is a VIEW of the status record inside a workspace: the one the last call on `stream` (default: the
@@ -187,6 +191,7 @@ def device_status_tensor(device=None, workspace=None, stream=None, graph=False):
     return ws[off:off + ctypes.sizeof(DeviceStatusRecord)].view(torch.int32)
 
 
+@names_errors
 def check_device_status(device=None, workspace=None, stream=None, graph=False):
     """Reads the status (synchronizing `stream`, as device_status) and raises KvattnError(KVATTN_ERR_BAD_DATA) if
     any sequence of that call failed its data checks and was skipped. Returns the DeviceStatus otherwise."""

@@ -53,7 +53,8 @@ class KvattnError(RuntimeError):
     ``message`` (the detail: for a C failure the text of kvattn_last_error(), which names the argument and
     its values; for a check made in Python, the same kind of sentence) and ``function`` (the C function that
     failed, e.g. "kvattn_forward", or for a check made in Python the public function or method it failed in,
-    e.g. "flash_attn_with_kvcache", "PagedKVCache.step"; None for the lower-level helpers).
+    e.g. "flash_attn_with_kvcache", "PagedKVCache.step", "check_device_status"; None only outside the public
+    functions, e.g. from the params struct's own field checks).
     """
 
     def __init__(self, status, message, function=None):

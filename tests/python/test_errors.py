@@ -268,6 +268,7 @@ def test_cuda_helpers_without_torch_say_so(kvattn):
     with pytest.raises(kvattn.KvattnError) as info:
         kvattn.device_status()
     assert info.value.status_name == "KVATTN_ERR_NOT_AVAILABLE" and "torch" in info.value.message
+    assert info.value.function == "device_status" and str(info.value).startswith("device_status: "), str(info.value)
 
 
 def test_error_attributes(kvattn):
