@@ -102,8 +102,7 @@ class Arr:
 class Call:
     """Collects the arrays of one call; checks that they are all of one kind and on one device."""
 
-    def __init__(self, function):
-        self.function = function
+    def __init__(self):
         self.kind = None
         self.device = None
         self.first = None
@@ -119,7 +118,7 @@ class Call:
             # kvattn has no backward: an output that silently drops out of the autograd graph would train wrong
             raise KvattnError(ERR_UNSUPPORTED, f"{name}: requires grad, but kvattn computes the forward pass only "
                                                f"(no backward); call it under torch.no_grad() or "
-                                               f"torch.inference_mode(), or pass {name}.detach()", self.function)
+                                               f"torch.inference_mode(), or pass {name}.detach()")
         if self.first is None:
             self.kind, self.device, self.first = a.kind, a.device, a
         else:

@@ -255,7 +255,7 @@ def _run(call, p):
         check(lib.kvattn_forward(ref, BACKEND_CPU, None, 0, None), "kvattn_forward")
 
 
-def _check_cu_seqlens_k(cuk, B, total_k, fn, capacity=None):
+def _check_cu_seqlens_k(cuk, B, total_k, capacity=None):
     """flash_attn_varlen_func on the CPU: cu_seqlens_k becomes cache_leftpad / cache_seqlens (packed) or the key
     counts (paged), so the C library's data checks would name those; check it here, where it can be read.
     capacity (paged): the keys a block_table row holds."""
@@ -264,35 +264,35 @@ def _check_cu_seqlens_k(cuk, B, total_k, fn, capacity=None):
     if down.size:
         b = int(down[0])
         raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: must be non-decreasing, got cu_seqlens_k[{b + 1}]="
-                                        f"{int(ck[b + 1])} < cu_seqlens_k[{b}]={int(ck[b])}", fn)
+                                        f"{int(ck[b + 1])} < cu_seqlens_k[{b}]={int(ck[b])}")
     if ck[0] < 0:
-        raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[0]={int(ck[0])} must be >= 0", fn)
+        raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[0]={int(ck[0])} must be >= 0")
     if total_k is not None and ck[B] > total_k:
         raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: cu_seqlens_k[{B}]={int(ck[B])} is past the {total_k} rows "
-                                        f"of k", fn)
+                                        f"of k")
     if capacity is not None:
         over = np.flatnonzero(ck[1:B + 1] - ck[:B] > capacity)
         if over.size:
             b = int(over[0])
             raise KvattnError(ERR_BAD_DATA, f"cu_seqlens_k: sequence {b} has cu_seqlens_k[{b + 1}] - cu_seqlens_k[{b}]"
                                             f" = {int(ck[b + 1] - ck[b])} keys, more than the {capacity} positions of "
-                                            f"its block_table row", fn)
+                                            f"its block_table row")
 
 
-def _check_cu_new(cu, B, total, name, fn):
+def _check_cu_new(cu, B, total, name):
     """The offsets of the new tokens on the CPU, checked here so that the error names the Python argument that
     holds them (the C library's check would name its field, cu_seqlens_knew)."""
     c = np.asarray(cu.obj.cpu() if cu.kind == "torch" else cu.obj).astype(np.int64)
     if c[0] != 0:
-        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[0]={int(c[0])} must be 0", fn)
+        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[0]={int(c[0])} must be 0")
     down = np.flatnonzero(c[1:B + 1] < c[:B])
     if down.size:
         b = int(down[0])
         raise KvattnError(ERR_BAD_DATA, f"{name}: must be non-decreasing, got {name}[{b + 1}]={int(c[b + 1])} < "
-                                        f"{name}[{b}]={int(c[b])}", fn)
+                                        f"{name}[{b}]={int(c[b])}")
     if c[B] > total:
         why = " (cu_seqlens_k is not given, so cu_seqlens_q counts the new tokens)" if name == "cu_seqlens_q" else ""
-        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[{B}]={int(c[B])} is past the {total} rows of k{why}", fn)
+        raise KvattnError(ERR_BAD_DATA, f"{name}: {name}[{B}]={int(c[B])} is past the {total} rows of k{why}")
 
 
 def _varlen_q(qa, cuq):
@@ -341,8 +341,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     Accepts torch tensors (CPU or CUDA, all on one device) or NumPy arrays (float16/float32, ml_dtypes
     bfloat16). Raises KvattnError (and its ValueError/TypeError subclasses) naming the argument on bad input.
     """
-    fn = "flash_attn_varlen_func_with_kvcache"
-    call = Call(fn)
+    call = Call()
     qa = call.add(q, "q", optional=False)
     kc = call.add(k_cache, "k_cache", optional=False)
     vc = call.add(v_cache, "v_cache", optional=False)
@@ -361,8 +360,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
         cu_new = cuk if cuk is not None else cuq
         need_index_vector(cu_new, B + 1, "B + 1 row offsets of the new tokens")
         if not call.is_cuda:
-            _check_cu_new(cu_new, B, kn.shape[0], "cu_seqlens_k" if cuk is not None else "cu_seqlens_q",
-                          call.function)
+            _check_cu_new(cu_new, B, kn.shape[0], "cu_seqlens_k" if cuk is not None else "cu_seqlens_q")
         p.cu_seqlens_knew = cu_new.ptr
     elif cuk is not None:
         raise KvattnArgumentError("cu_seqlens_k: given without k/v (it counts the new tokens)")
@@ -398,8 +396,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
 
     Returns out [B, Sq, H, D], or (out, softmax_lse [B, H, Sq] float32) with return_softmax_lse.
     """
-    fn = "flash_attn_with_kvcache"
-    call = Call(fn)
+    call = Call()
     qa = call.add(q, "q", optional=False)
     kc = call.add(k_cache, "k_cache", optional=False)
     vc = call.add(v_cache, "v_cache", optional=False)
@@ -459,10 +456,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     the key counts cu_seqlens_k[1:] - cu_seqlens_k[:-1] are computed on every call (a new int32 tensor of B
     elements, on CUDA by one elementwise kernel on the current stream).
     """
-    fn = "flash_attn_varlen_func"
     if dropout_p:
         raise NotImplementedError("flash_attn_varlen_func: dropout_p must be 0 (kvattn is forward-only, no dropout)")
-    call = Call(fn)
+    call = Call()
     qa = call.add(q, "q", optional=False)
     ka = call.add(k, "k", optional=False)
     va = call.add(v, "v", optional=False)
@@ -476,7 +472,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if bt is not None:
         capacity = _set_cache(p, call, qa, ka, va, bt, None, B, writes=False, b_from="len(cu_seqlens_q) - 1")
         if not call.is_cuda:
-            _check_cu_seqlens_k(cuk, B, None, fn, capacity)
+            _check_cu_seqlens_k(cuk, B, None, capacity)
         # sequence b has cu_seqlens_k[b+1] - cu_seqlens_k[b] keys from position 0 of its pages
         ck = cu_seqlens_k
         lens = ck[1:] - ck[:-1]
@@ -490,7 +486,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             raise KvattnArgumentError(f"k: head dim {ka.shape[2]} differs from q's head dim {D}")
         total_k, Hk = ka.shape[0], ka.shape[1]
         if not call.is_cuda:
-            _check_cu_seqlens_k(cuk, B, total_k, fn)
+            _check_cu_seqlens_k(cuk, B, total_k)
         # every sequence reads the one cache row (batch stride 0) between its leftpad and its seqlen
         p.num_kv_heads = Hk
         p.k_cache, p.v_cache = ka.ptr, va.ptr
