@@ -1,5 +1,5 @@
 #!/bin/bash
-# s54 calls 9 and 10: the Python suite with torch on the H200 after the Python errors' naming change (python/kvattn only;
+# s54 calls 9, 10 and 11: the Python suite with torch on the H200 after the Python errors' naming change (python/kvattn only;
 # the library is call 1's, dev/bin/s54/tree).
 T=dev/bin/s54/tree
 L=$OUT/logs; mkdir -p $L
