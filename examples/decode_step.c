@@ -42,19 +42,17 @@ int main(void) {
     }
     TRY(kvattn_pages_fill(pool, seq, B, pending, block_table, MAX_PAGES, MAX_PAGES, cache_seqlens));
 
+    /* every tensor here is packed in its documented shape, so no stride is set (the defaults are
+     * KVATTN_STRIDE_PACKED); a strided view sets its *_stride fields in elements */
     kvattn_params p = kvattn_params_default();
     p.dtype = KVATTN_BF16; p.batch = B; p.num_heads = H; p.num_kv_heads = HK; p.head_dim = D;
     p.q = q; p.cu_seqlens_q = cu_seqlens; p.total_q = B;                 /* varlen: one query each */
-    p.q_row_stride = H * D; p.q_head_stride = D;
     p.k_new = k_new; p.v_new = v_new; p.cu_seqlens_knew = cu_seqlens; p.total_knew = B;
-    p.knew_row_stride = p.vnew_row_stride = HK * D; p.knew_head_stride = p.vnew_head_stride = D;
     p.k_cache = k_cache; p.v_cache = v_cache;                            /* paged [pages, PAGE, Hk, D] */
-    p.k_batch_stride = p.v_batch_stride = PAGE * HK * D;
-    p.k_row_stride = p.v_row_stride = HK * D; p.k_head_stride = p.v_head_stride = D;
-    p.block_table = block_table; p.block_table_batch_stride = MAX_PAGES; p.max_pages_per_seq = MAX_PAGES;
+    p.block_table = block_table; p.max_pages_per_seq = MAX_PAGES;      /* [B, MAX_PAGES] */
     p.num_pages = NUM_PAGES; p.page_size = PAGE; p.cache_seqlens = cache_seqlens;
     p.causal = 1;
-    p.out = out; p.out_row_stride = H * D; p.out_head_stride = D;
+    p.out = out;
 
     TRY(kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL));
     printf("decode step done: kvattn %s, %d pages in use, out[0][0][0..3] =", kvattn_version_string(),

@@ -27,7 +27,7 @@ extern "C" {
 
 /* ---- version ------------------------------------------------------------------------------------------ */
 #define KVATTN_VERSION_MAJOR 0
-#define KVATTN_VERSION_MINOR 1
+#define KVATTN_VERSION_MINOR 2
 #define KVATTN_VERSION_PATCH 0
 #define KVATTN_VERSION_NUMBER (KVATTN_VERSION_MAJOR * 10000 + KVATTN_VERSION_MINOR * 100 + KVATTN_VERSION_PATCH)
 
@@ -67,9 +67,20 @@ KVATTN_API int kvattn_backend_available(int backend);
 /* ---- the params of one call ----------------------------------------------------------------------------
  * One struct describes one call exactly as SPEC.md does. Pointers are host memory for the CPU backend and
  * device memory for the CUDA backend. Strides are in elements (never bytes); the last dimension (D) of every
- * tensor is contiguous. Fill it with kvattn_params_default() and then set the fields you use.
+ * tensor is contiguous. Fill it with kvattn_params_default() and then set the fields you use: its strides are
+ * KVATTN_STRIDE_PACKED, so a tensor laid out packed in the documented shape needs no stride set at all.
  *
- * "Row tensors" (q, k_new, v_new, out, softmax_lse) are addressed in one of two modes:
+ * A stride equal to KVATTN_STRIDE_PACKED takes the value that packs the documented shape (each field on its
+ * own, from the sizes, whatever the other strides of the tensor are):
+ *   q, out:         head D, row H * D, batch seqlen_q * H * D (varlen: unused, 0);
+ *   k_new, v_new:   head D, row Hk * D, batch seqlen_knew * Hk * D (varlen: unused, 0);
+ *   k/v_cache:      head D, row Hk * D, batch cache_capacity * Hk * D (paged: page_size * Hk * D per page);
+ *   softmax_lse:    [B, H, Sq]: row 1, head seqlen_q, batch H * seqlen_q; varlen [H, total_q]: row 1, head total_q;
+ *   block_table_batch_stride: max_pages_per_seq; rotary_row_stride: rotary_dim / 2; alibi_batch_stride: 0 ([H]).
+ * A stride of 0 broadcasts (every index reads the same elements): allowed for tensors that are only read. */
+#define KVATTN_STRIDE_PACKED INT64_MIN
+
+/* "Row tensors" (q, k_new, v_new, out, softmax_lse) are addressed in one of two modes:
  *   varlen (cu_seqlens_* != NULL): row i of sequence b is global row cu_seqlens[b] + i, at row * row_stride;
  *   fixed  (cu_seqlens_* == NULL): every sequence has seqlen_* rows; row i of b is at
  *                                   b * batch_stride + i * row_stride.  */
@@ -171,8 +182,8 @@ typedef struct kvattn_params {
 /* Returns sizeof(kvattn_params) as compiled into the library (bindings compare it with their own). */
 KVATTN_API size_t kvattn_params_size(void);
 
-/* Returns a params struct with every pointer NULL, every size 0, window -1/-1, rotary_interleaved 1,
- * softmax_scale 0 (= 1/sqrt(D)), dtype fp16, struct_size set. */
+/* Returns a params struct with every pointer NULL, every size 0, every stride KVATTN_STRIDE_PACKED, window -1/-1,
+ * rotary_interleaved 1, softmax_scale 0 (= 1/sqrt(D)), dtype fp16, rotary_dtype f32, struct_size set. */
 KVATTN_API kvattn_params kvattn_params_default(void);
 
 /* Checks everything visible from the arguments (no data is read) for this backend.

@@ -62,8 +62,66 @@ kvattn_params kvattn_params_default(void) {
     p.rotary_interleaved = 1;
     p.window_left = -1;
     p.window_right = -1;
+    int64_t *strides[] = {
+        &p.q_batch_stride, &p.q_row_stride, &p.q_head_stride, &p.knew_batch_stride, &p.knew_row_stride,
+        &p.knew_head_stride, &p.vnew_batch_stride, &p.vnew_row_stride, &p.vnew_head_stride, &p.k_batch_stride,
+        &p.k_row_stride, &p.k_head_stride, &p.v_batch_stride, &p.v_row_stride, &p.v_head_stride,
+        &p.block_table_batch_stride, &p.rotary_row_stride, &p.alibi_batch_stride, &p.out_batch_stride,
+        &p.out_row_stride, &p.out_head_stride, &p.lse_batch_stride, &p.lse_head_stride, &p.lse_row_stride};
+    for (size_t i = 0; i < sizeof strides / sizeof strides[0]; i++) *strides[i] = KVATTN_STRIDE_PACKED;
     return p;
 }
+
+/* a * b * c for the packed strides: 0 if a size is negative (validation names that size), INT64_MAX if the
+ * product overflows (validation then reports the tensor's offsets overflowing int64) */
+static int64_t packed3(int64_t a, int64_t b, int64_t c) {
+    if (a < 0 || b < 0 || c < 0) return 0;
+    int64_t ab, abc;
+    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return INT64_MAX;
+    return abc;
+}
+
+#define PACK(field, value)                                                                                   \
+    do {                                                                                                     \
+        if (r->field == KVATTN_STRIDE_PACKED) r->field = (value);                                            \
+    } while (0)
+
+/* The params a call runs with: a copy in *r of *p with each KVATTN_STRIDE_PACKED stride replaced by the one that
+ * packs its documented shape (kvattn.h), so that validation and the backends see ordinary strides only; p itself
+ * when it cannot be read (NULL, or another struct_size: validation reports it). */
+static const kvattn_params *with_strides(const kvattn_params *p, kvattn_params *r) {
+    if (p == NULL || p->struct_size != (int64_t)sizeof(kvattn_params)) return p;
+    *r = *p;
+    const int64_t H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim;
+    const int q_varlen = p->cu_seqlens_q != NULL, n_varlen = p->cu_seqlens_knew != NULL;
+    PACK(q_head_stride, packed3(D, 1, 1));
+    PACK(q_row_stride, packed3(H, D, 1));
+    PACK(q_batch_stride, q_varlen ? 0 : packed3(p->seqlen_q, H, D));
+    PACK(out_head_stride, packed3(D, 1, 1));
+    PACK(out_row_stride, packed3(H, D, 1));
+    PACK(out_batch_stride, q_varlen ? 0 : packed3(p->seqlen_q, H, D));
+    PACK(lse_row_stride, 1);
+    PACK(lse_head_stride, q_varlen ? packed3(p->total_q, 1, 1) : packed3(p->seqlen_q, 1, 1));
+    PACK(lse_batch_stride, q_varlen ? 0 : packed3(H, p->seqlen_q, 1));
+    PACK(knew_head_stride, packed3(D, 1, 1));
+    PACK(knew_row_stride, packed3(Hk, D, 1));
+    PACK(knew_batch_stride, n_varlen ? 0 : packed3(p->seqlen_knew, Hk, D));
+    PACK(vnew_head_stride, packed3(D, 1, 1));
+    PACK(vnew_row_stride, packed3(Hk, D, 1));
+    PACK(vnew_batch_stride, n_varlen ? 0 : packed3(p->seqlen_knew, Hk, D));
+    const int64_t rows = p->block_table ? p->page_size : p->cache_capacity;
+    PACK(k_head_stride, packed3(D, 1, 1));
+    PACK(k_row_stride, packed3(Hk, D, 1));
+    PACK(k_batch_stride, packed3(rows, Hk, D));
+    PACK(v_head_stride, packed3(D, 1, 1));
+    PACK(v_row_stride, packed3(Hk, D, 1));
+    PACK(v_batch_stride, packed3(rows, Hk, D));
+    PACK(block_table_batch_stride, packed3(p->max_pages_per_seq, 1, 1));
+    PACK(rotary_row_stride, 0); /* 0 means rotary_dim / 2 */
+    PACK(alibi_batch_stride, 0);
+    return r;
+}
+#undef PACK
 
 /* Everything visible from the arguments; for CUDA also what the kernels support. Sets the last error. */
 static int validate(const kvattn_params *p, int backend) {
@@ -73,14 +131,17 @@ static int validate(const kvattn_params *p, int backend) {
     return KVATTN_OK;
 }
 
-int kvattn_validate(const kvattn_params *p, int backend) {
+int kvattn_validate(const kvattn_params *p_, int backend) {
     kv_clear_error();
-    return validate(p, backend);
+    kvattn_params r;
+    return validate(with_strides(p_, &r), backend);
 }
 
-int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes) {
+int kvattn_workspace_size(const kvattn_params *p_, int backend, size_t *bytes) {
     kv_clear_error();
     RETURN_IF(bytes == NULL, KVATTN_ERR_INVALID_ARGUMENT, "bytes: NULL output pointer");
+    kvattn_params r;
+    const kvattn_params *p = with_strides(p_, &r);
     *bytes = 0;
     int st = validate(p, backend);
     if (st != KVATTN_OK) return st;
@@ -88,8 +149,10 @@ int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes) {
     return KVATTN_OK;
 }
 
-int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t workspace_bytes, void *stream) {
+int kvattn_forward(const kvattn_params *p_, int backend, void *workspace, size_t workspace_bytes, void *stream) {
     kv_clear_error();
+    kvattn_params r;
+    const kvattn_params *p = with_strides(p_, &r);
     int st = validate(p, backend);
     if (st != KVATTN_OK) return st;
     /* SPEC: B = 0 is a valid no-op. A CUDA call given a workspace still goes through kv_cuda_forward, whose

@@ -148,7 +148,7 @@ static const arg_case ARG_CASES[] = {
     /* written tensors whose elements overlap (every element would not get its own address) */
     {"out head stride 0", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
     {"out head stride < head_dim", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
-    {"softmax_lse strides 0 (left at the default)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
+    {"softmax_lse strides set to 0 (a broadcast of a written tensor)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
     {"k_cache row stride 0 with appends", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
     {"v_cache rows overlapping heads with appends", KVATTN_ERR_INVALID_ARGUMENT, "v_cache", NULL, -1},
     /* the element offset fits int64 but its byte address does not */
@@ -690,7 +690,8 @@ int main(void) {
         st = kvattn_device_status_read(fake_ws, NULL, NULL);
         if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "out"))
             kvt_failf("device_status_read(out NULL): %s (%s)", kvattn_status_string(st), kvattn_last_error());
-        /* "every pointer NULL, every size 0, window -1/-1, rotary_interleaved 1, softmax_scale 0, dtype fp16" */
+        /* "every pointer NULL, every size 0, every stride KVATTN_STRIDE_PACKED, window -1/-1, rotary_interleaved 1,
+         * softmax_scale 0, dtype fp16" (all 24 strides: test_default_strides) */
         kvattn_params d = kvattn_params_default();
         if (d.struct_size != (int64_t)sizeof(kvattn_params) || d.struct_size != (int64_t)kvattn_params_size())
             kvt_failf("default struct_size %lld", (long long)d.struct_size);
@@ -701,9 +702,12 @@ int main(void) {
                       d.rotary_dtype);
         if (d.batch || d.num_heads || d.num_kv_heads || d.head_dim || d.seqlen_q || d.total_q || d.causal ||
             d.softcap != 0.0f || d.num_splits || d.batch_invariant || d.rotary_dim || d.rotary_max_pos ||
-            d.rotary_row_stride || d.page_size || d.num_pages || d.max_pages_per_seq || d.cache_batch ||
-            d.cache_capacity || d.alibi_batch_stride || d.q_row_stride || d.out_row_stride || d.k_row_stride)
+            d.page_size || d.num_pages || d.max_pages_per_seq || d.cache_batch || d.cache_capacity)
             kvt_failf("a default size is not 0");
+        if (d.rotary_row_stride != KVATTN_STRIDE_PACKED || d.alibi_batch_stride != KVATTN_STRIDE_PACKED ||
+            d.q_row_stride != KVATTN_STRIDE_PACKED || d.out_row_stride != KVATTN_STRIDE_PACKED ||
+            d.k_row_stride != KVATTN_STRIDE_PACKED)
+            kvt_failf("a default stride is not KVATTN_STRIDE_PACKED");
         if (d.q || d.out || d.k_cache || d.v_cache || d.k_new || d.v_new || d.cu_seqlens_q || d.cu_seqlens_knew ||
             d.cache_seqlens || d.cache_leftpad || d.cache_batch_idx || d.block_table || d.rotary_cos ||
             d.rotary_sin || d.alibi_slopes || d.softmax_lse)

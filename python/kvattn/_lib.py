@@ -262,7 +262,7 @@ def check(status, function):
 
 
 def version():
-    """Returns the C library's version string ("0.1.0")."""
+    """Returns the C library's version string ("0.2.0")."""
     return lib.kvattn_version_string().decode()
 
 

@@ -254,6 +254,35 @@ void kvt_problem_init(kvt_problem *P, int backend, int dtype, int B, int H, int 
     p->head_dim = D;
 }
 
+void kvt_resolve_packed(kvattn_params *p) {
+    const int64_t H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim;
+    const int q_fixed = p->cu_seqlens_q == NULL, n_fixed = p->cu_seqlens_knew == NULL;
+    /* row tensors: [B, S, heads, D] packed from the inside out; varlen has no batch dimension */
+    struct { int64_t *batch, *row, *head; int64_t heads, seq; int fixed; } rows[] = {
+        {&p->q_batch_stride, &p->q_row_stride, &p->q_head_stride, H, p->seqlen_q, q_fixed},
+        {&p->out_batch_stride, &p->out_row_stride, &p->out_head_stride, H, p->seqlen_q, q_fixed},
+        {&p->knew_batch_stride, &p->knew_row_stride, &p->knew_head_stride, Hk, p->seqlen_knew, n_fixed},
+        {&p->vnew_batch_stride, &p->vnew_row_stride, &p->vnew_head_stride, Hk, p->seqlen_knew, n_fixed},
+        {&p->k_batch_stride, &p->k_row_stride, &p->k_head_stride, Hk,
+         p->block_table ? p->page_size : p->cache_capacity, 1},
+        {&p->v_batch_stride, &p->v_row_stride, &p->v_head_stride, Hk,
+         p->block_table ? p->page_size : p->cache_capacity, 1},
+    };
+    for (size_t t = 0; t < sizeof rows / sizeof rows[0]; t++) {
+        if (*rows[t].head == KVATTN_STRIDE_PACKED) *rows[t].head = D;
+        if (*rows[t].row == KVATTN_STRIDE_PACKED) *rows[t].row = rows[t].heads * D;
+        if (*rows[t].batch == KVATTN_STRIDE_PACKED)
+            *rows[t].batch = rows[t].fixed ? rows[t].seq * rows[t].heads * D : 0;
+    }
+    /* lse: [B, H, seqlen_q], or [H, total_q] */
+    if (p->lse_row_stride == KVATTN_STRIDE_PACKED) p->lse_row_stride = 1;
+    if (p->lse_head_stride == KVATTN_STRIDE_PACKED) p->lse_head_stride = q_fixed ? p->seqlen_q : p->total_q;
+    if (p->lse_batch_stride == KVATTN_STRIDE_PACKED) p->lse_batch_stride = q_fixed ? H * p->seqlen_q : 0;
+    if (p->block_table_batch_stride == KVATTN_STRIDE_PACKED) p->block_table_batch_stride = p->max_pages_per_seq;
+    if (p->rotary_row_stride == KVATTN_STRIDE_PACKED) p->rotary_row_stride = p->rotary_dim / 2;
+    if (p->alibi_batch_stride == KVATTN_STRIDE_PACKED) p->alibi_batch_stride = 0;
+}
+
 void kvt_arr_alloc(kvt_problem *P, kvt_arr *a, const char *name, size_t bytes) {
     if (a->used) {
         free(a->host);
@@ -318,6 +347,7 @@ int kvt_problem_upload(kvt_problem *P, int upload_caches) {
     d->cache_seqlens = keep.cache_seqlens; d->cache_leftpad = keep.cache_leftpad;
     d->cache_batch_idx = keep.cache_batch_idx; d->block_table = keep.block_table;
     d->rotary_cos = keep.rotary_cos; d->rotary_sin = keep.rotary_sin; d->alibi_slopes = keep.alibi_slopes;
+    kvt_resolve_packed(h); /* d keeps the strides the test left unset: the library resolves them */
 
     /* poison: all-ones bytes are NaN in fp32, fp16 and bf16 */
     if (P->out.used) memset(P->out.host, 0xFF, P->out.bytes);

@@ -78,6 +78,10 @@ typedef struct kvt_problem {
 
 /* Starts an empty problem: zeroes P, sets its backend, and ph to kvattn_params_default() with these sizes. */
 void kvt_problem_init(kvt_problem *P, int backend, int dtype, int B, int H, int Hk, int D);
+/* Replaces each KVATTN_STRIDE_PACKED stride of p by the stride that packs its tensor's documented shape
+ * (kvattn.h), written here apart from the library's own resolution: kvt_problem_upload gives the backend the
+ * strides as the test left them (so unset strides go through the library's resolution) and the reference these. */
+void kvt_resolve_packed(kvattn_params *p);
 /* Allocates a tensor of `bytes` (host zeroed, at least 16 bytes) and marks it used. */
 void kvt_arr_alloc(kvt_problem *P, kvt_arr *a, const char *name, size_t bytes);
 /* Frees every tensor but the two caches (which persist across the steps of a generation loop). */
