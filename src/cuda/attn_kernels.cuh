@@ -2297,10 +2297,10 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         kv_out_offset(p, b, s, G, kvh, r, p.out_batch_stride, p.out_row_stride, p.out_head_stride);
                     if (c < D) { /* D is a multiple of 8: all four channels exist */
                         T q4[4];
-                        kv_from_float(&q4[0], v.x * inv);
-                        kv_from_float(&q4[1], v.y * inv);
-                        kv_from_float(&q4[2], v.z * inv);
-                        kv_from_float(&q4[3], v.w * inv);
+                        kv_out_from_float(&q4[0], v.x * inv);
+                        kv_out_from_float(&q4[1], v.y * inv);
+                        kv_out_from_float(&q4[2], v.z * inv);
+                        kv_out_from_float(&q4[3], v.w * inv);
                         *(uint32_t *)(og + oo + c) = *(const uint32_t *)&q4[0];
                         *(uint32_t *)(og + oo + c + 2) = *(const uint32_t *)&q4[2];
                     }
@@ -2331,8 +2331,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                         const int c = d * 8 + tq * 2;
                         if (c < D) {
                             T pair[2];
-                            kv_from_float(&pair[0], o[d][2 * h2] * inv);
-                            kv_from_float(&pair[1], o[d][2 * h2 + 1] * inv);
+                            kv_out_from_float(&pair[0], o[d][2 * h2] * inv);
+                            kv_out_from_float(&pair[1], o[d][2 * h2 + 1] * inv);
                             *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
                         }
                     }
@@ -2478,10 +2478,10 @@ static __device__ void kv_combine_task(const kvattn_params &p, const kv_attn_arg
 #endif
             if (c0 < D) { /* D is a multiple of 8: all four channels exist */
                 T q4[4];
-                kv_from_float(&q4[0], v.x);
-                kv_from_float(&q4[1], v.y);
-                kv_from_float(&q4[2], v.z);
-                kv_from_float(&q4[3], v.w);
+                kv_out_from_float(&q4[0], v.x);
+                kv_out_from_float(&q4[1], v.y);
+                kv_out_from_float(&q4[2], v.z);
+                kv_out_from_float(&q4[3], v.w);
                 *(uint32_t *)(og + oo + c0) = *(const uint32_t *)&q4[0];
                 *(uint32_t *)(og + oo + c0 + 2) = *(const uint32_t *)&q4[2];
             }

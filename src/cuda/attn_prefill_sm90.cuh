@@ -304,8 +304,8 @@ static __device__ __forceinline__ void kv_sm90_epilogue(const kvattn_params &p, 
                 const int c = n * 8 + tq * 2;
                 if (c < D) {
                     T pair[2];
-                    kv_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
-                    kv_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
+                    kv_out_from_float(&pair[0], o[4 * n + 2 * h2] * inv);
+                    kv_out_from_float(&pair[1], o[4 * n + 2 * h2 + 1] * inv);
                     *(uint32_t *)(og + oo + c) = *(const uint32_t *)pair;
                 }
             }

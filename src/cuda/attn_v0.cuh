@@ -13,6 +13,16 @@ static __device__ __forceinline__ float kv_to_float(__half x) { return __half2fl
 static __device__ __forceinline__ float kv_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 static __device__ __forceinline__ void kv_from_float(__half *dst, float x) { *dst = __float2half_rn(x); }
 static __device__ __forceinline__ void kv_from_float(__nv_bfloat16 *dst, float x) { *dst = __float2bfloat16_rn(x); }
+/* An output element. out is a convex combination of the values, so |out| <= max |v| <= 65504 in fp16; the fp32 result
+ * passes 65504 only by rounding (the kernels round P to 16 bits for P x V while l sums the fp32 P: with v = 65504 and
+ * P rounded up by ~2^-12, fp16 gave inf; dev/numerics_probe.py (d), fifty-fifth session). So a finite result is
+ * clamped to the largest finite fp16 value; inf and NaN (from non-finite values) pass. bf16 shares fp32's range:
+ * plain rounding (there a sum P v near 3.4e38 overflows fp32 first). */
+static __device__ __forceinline__ void kv_out_from_float(__half *dst, float x) {
+    const float a = fabsf(x);
+    *dst = __float2half_rn(a > 65504.0f && a != CUDART_INF_F ? copysignf(65504.0f, x) : x);
+}
+static __device__ __forceinline__ void kv_out_from_float(__nv_bfloat16 *dst, float x) { *dst = __float2bfloat16_rn(x); }
 
 /* Rotary cos/sin element (pair index k of position pos), fp32 or the q dtype. Caller checked the range. */
 template <typename T>
@@ -157,7 +167,7 @@ __global__ void __launch_bounds__(256) kv_attn_v0_kernel(kvattn_params p, const 
 #pragma unroll
         for (int k = 0; k < DCH; k++) {
             const int c = lane + 32 * k;
-            if (c < D) kv_from_float(&out[ooff + c], acc[k] * inv);
+            if (c < D) kv_out_from_float(&out[ooff + c], acc[k] * inv);
         }
         if (p.softmax_lse && lane == 0) {
             const int64_t lo = varlen ? (int64_t)h * p.lse_head_stride + r * p.lse_row_stride
