@@ -74,6 +74,7 @@ static int rows_case(void) {
     for (int i = 0; i < 8; i++) qv[i] = f2h(0.5f);
     for (int i = 0; i < 32; i++) { kv[i] = f2h(0.25f * (i % 8)); vv[i] = f2h(1.0f); }
     p.q = dupload(qv, 16); p.seqlen_q = Sq; /* strides 0: every query row reads the same 8 values */
+    p.q_batch_stride = p.q_row_stride = p.q_head_stride = 0; /* (the default is KVATTN_STRIDE_PACKED) */
     p.k_cache = dupload(kv, 64); p.v_cache = dupload(vv, 64);
     p.k_batch_stride = p.v_batch_stride = 4 * 8; p.k_row_stride = p.v_row_stride = 8; p.k_head_stride = p.v_head_stride = 8;
     p.cache_batch = 1; p.cache_capacity = S;
