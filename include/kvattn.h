@@ -77,7 +77,10 @@ KVATTN_API int kvattn_backend_available(int backend);
  *   k/v_cache:      head D, row Hk * D, batch cache_capacity * Hk * D (paged: page_size * Hk * D per page);
  *   softmax_lse:    [B, H, Sq]: row 1, head seqlen_q, batch H * seqlen_q; varlen [H, total_q]: row 1, head total_q;
  *   block_table_batch_stride: max_pages_per_seq; rotary_row_stride: rotary_dim / 2; alibi_batch_stride: 0 ([H]).
- * A stride of 0 broadcasts (every index reads the same elements): allowed for tensors that are only read. */
+ * A tensor whose set and unset strides together make its elements overlap (e.g. q_row_stride set for padded rows,
+ * q_batch_stride unset) is refused with KVATTN_ERR_INVALID_ARGUMENT naming the unset fields. A stride of 0 broadcasts
+ * (every index reads the same elements): allowed for tensors that are only read. Upgrading from 0.1: the defaults
+ * were 0, so a read-only tensor meant to broadcast must now set its strides to 0. */
 #define KVATTN_STRIDE_PACKED INT64_MIN
 
 /* "Row tensors" (q, k_new, v_new, out, softmax_lse) are addressed in one of two modes:

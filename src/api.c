@@ -123,9 +123,24 @@ static const kvattn_params *with_strides(const kvattn_params *p, kvattn_params *
 }
 #undef PACK
 
-/* Everything visible from the arguments; for CUDA also what the kernels support. Sets the last error. */
-static int validate(const kvattn_params *p, int backend) {
+/* Everything visible from the arguments; for CUDA also what the kernels support. Sets the last error. given: the
+ * caller's params, p: with_strides' result (the same pointer when nothing could be resolved). */
+static int validate(const kvattn_params *given, const kvattn_params *p, int backend) {
     int st = kv_validate_args(p, backend);
+    /* a tensor whose set and unset strides overlap (kv_check_mixed_strides): refused when validation passed (a tensor
+     * only read may overlap), and reported instead of validation's own overlap error for the same tensor, which would
+     * quote strides the caller never set; any other error stands (its sizes may be what made the strides overlap) */
+    if (p != given && (st == KVATTN_OK || strstr(last_error, "overlap") != NULL)) {
+        char first[sizeof last_error];
+        memcpy(first, last_error, sizeof first);
+        const int ms = kv_check_mixed_strides(given, p);
+        if (ms != KVATTN_OK) {
+            const char *colon = strchr(last_error, ':');
+            const size_t n = colon ? (size_t)(colon - last_error) + 1 : 0;
+            if (st == KVATTN_OK || (n > 0 && strncmp(first, last_error, n) == 0)) return ms;
+        }
+        memcpy(last_error, first, sizeof first);
+    }
     if (st != KVATTN_OK) return st;
     if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_check(p);
     return KVATTN_OK;
@@ -134,7 +149,7 @@ static int validate(const kvattn_params *p, int backend) {
 int kvattn_validate(const kvattn_params *p_, int backend) {
     kv_clear_error();
     kvattn_params r;
-    return validate(with_strides(p_, &r), backend);
+    return validate(p_, with_strides(p_, &r), backend);
 }
 
 int kvattn_workspace_size(const kvattn_params *p_, int backend, size_t *bytes) {
@@ -143,7 +158,7 @@ int kvattn_workspace_size(const kvattn_params *p_, int backend, size_t *bytes) {
     kvattn_params r;
     const kvattn_params *p = with_strides(p_, &r);
     *bytes = 0;
-    int st = validate(p, backend);
+    int st = validate(p_, p, backend);
     if (st != KVATTN_OK) return st;
     if (backend == KVATTN_BACKEND_CUDA) *bytes = kv_cuda_workspace_size(p);
     return KVATTN_OK;
@@ -153,7 +168,7 @@ int kvattn_forward(const kvattn_params *p_, int backend, void *workspace, size_t
     kv_clear_error();
     kvattn_params r;
     const kvattn_params *p = with_strides(p_, &r);
-    int st = validate(p, backend);
+    int st = validate(p_, p, backend);
     if (st != KVATTN_OK) return st;
     /* SPEC: B = 0 is a valid no-op. A CUDA call given a workspace still goes through kv_cuda_forward, whose
      * finalize kernel rewrites the status record (kvattn.h: every CUDA call rewrites it), so that a status read

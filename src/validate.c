@@ -4,6 +4,8 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Largest element offset of a tensor with these extents and strides (the last dimension, D, contiguous),
  * or -1 when it, or the byte offset just past that element (elements of esize bytes), overflows int64: the
@@ -49,6 +51,92 @@ static int may_overlap(int n, const int64_t *extent, const int64_t *stride) {
         reach += (extent[idx[a]] - 1) * stride[idx[a]];
     }
     return 0;
+}
+
+/* ---- strides left unset (KVATTN_STRIDE_PACKED) beside strides that are set ----------------------------------
+ * api.c resolves each unset stride on its own to the packed value of its tensor's documented shape. A tensor that
+ * mixes set and unset strides can then lay elements over each other (q_row_stride set for padded rows, q_batch_stride
+ * unset: sequence b would read the padding of sequence b - 1), which a tensor packed throughout never does. That is
+ * refused, naming the unset fields. Dimensions with a stride of 0 set explicitly (a broadcast) are left out. Sizes
+ * that validation will reject (negative extents or strides, offsets past int64) are left to it. */
+typedef struct mixed_tensor {
+    const char *name;
+    int n;                 /* dimensions (the contiguous D included, with stride 1) */
+    int64_t ext[5];
+    const char *field[5];  /* the stride field of each dimension, NULL for D */
+    int64_t given[5], str[5];
+} mixed_tensor;
+
+static int check_mixed(const mixed_tensor *t, int esize) {
+    int unset = 0, set = 0;
+    int64_t ext[5], str[5];
+    for (int k = 0; k < t->n; k++) {
+        if (t->field[k] == NULL) { ext[k] = t->ext[k]; str[k] = t->str[k]; continue; }
+        if (t->given[k] == KVATTN_STRIDE_PACKED) unset++;
+        else if (t->given[k] < 0) return KVATTN_OK; /* validation names it */
+        else set++;
+        ext[k] = t->given[k] == 0 ? 1 : t->ext[k]; /* a broadcast dimension is read, never laid out */
+        str[k] = t->str[k];
+    }
+    if (!unset || !set || max_offset(t->n, ext, str, esize) <= 0 || !may_overlap(t->n, ext, str)) return KVATTN_OK;
+    char u[200] = "", s[200] = "";
+    for (int k = 0; k < t->n; k++) {
+        if (t->field[k] == NULL) continue;
+        char *dst = t->given[k] == KVATTN_STRIDE_PACKED ? u : s;
+        size_t len = strlen(dst);
+        snprintf(dst + len, 200 - len, "%s%s=%lld", len ? ", " : "", t->field[k], (long long)t->str[k]);
+    }
+    return kv_set_error(KVATTN_ERR_INVALID_ARGUMENT,
+                        "%s: strides left unset (KVATTN_STRIDE_PACKED) take the packed values %s, which with the "
+                        "strides set (%s) make the tensor's elements overlap; set those strides too", t->name, u, s);
+}
+
+int kv_check_mixed_strides(const kvattn_params *given, const kvattn_params *r) {
+    const kvattn_params *g = given;
+    const int64_t B = r->batch, H = r->num_heads, Hk = r->num_kv_heads, D = r->head_dim;
+    const int q_varlen = r->cu_seqlens_q != NULL, n_varlen = r->cu_seqlens_knew != NULL;
+    const int64_t q_rows = q_varlen ? r->total_q : r->seqlen_q, n_rows = n_varlen ? r->total_knew : r->seqlen_knew;
+    const int64_t c_rows = r->block_table ? r->num_pages : r->cache_batch,
+                  c_cap = r->block_table ? r->page_size : r->cache_capacity;
+    const int esize = kv_dtype_size(r->dtype);
+#define ROWS(nm, fld, heads, rows, varlen)                                                                           \
+    {nm, varlen ? 3 : 4,                                                                                            \
+     {varlen ? rows : B, varlen ? heads : rows, varlen ? D : heads, D, 0},                                          \
+     {varlen ? #fld "_row_stride" : #fld "_batch_stride", varlen ? #fld "_head_stride" : #fld "_row_stride",        \
+      varlen ? NULL : #fld "_head_stride", NULL, NULL},                                                             \
+     {varlen ? g->fld##_row_stride : g->fld##_batch_stride, varlen ? g->fld##_head_stride : g->fld##_row_stride,    \
+      varlen ? 1 : g->fld##_head_stride, 1, 0},                                                                     \
+     {varlen ? r->fld##_row_stride : r->fld##_batch_stride, varlen ? r->fld##_head_stride : r->fld##_row_stride,    \
+      varlen ? 1 : r->fld##_head_stride, 1, 0}}
+#define CACHE(nm, fld)                                                                                               \
+    {nm, 4, {c_rows, c_cap, Hk, D, 0},                                                                              \
+     {#fld "_batch_stride", #fld "_row_stride", #fld "_head_stride", NULL, NULL},                                   \
+     {g->fld##_batch_stride, g->fld##_row_stride, g->fld##_head_stride, 1, 0},                                      \
+     {r->fld##_batch_stride, r->fld##_row_stride, r->fld##_head_stride, 1, 0}}
+    const mixed_tensor t[7] = {
+        ROWS("q", q, H, q_rows, q_varlen),
+        ROWS("out", out, H, q_rows, q_varlen),
+        ROWS("k_new", knew, Hk, n_rows, n_varlen),
+        ROWS("v_new", vnew, Hk, n_rows, n_varlen),
+        CACHE("k_cache", k),
+        CACHE("v_cache", v),
+        {"softmax_lse", q_varlen ? 2 : 3, {q_varlen ? H : B, q_varlen ? q_rows : H, q_rows, 0, 0},
+         {q_varlen ? "lse_head_stride" : "lse_batch_stride", q_varlen ? "lse_row_stride" : "lse_head_stride",
+          q_varlen ? NULL : "lse_row_stride", NULL, NULL},
+         {q_varlen ? g->lse_head_stride : g->lse_batch_stride, q_varlen ? g->lse_row_stride : g->lse_head_stride,
+          g->lse_row_stride, 0, 0},
+         {q_varlen ? r->lse_head_stride : r->lse_batch_stride, q_varlen ? r->lse_row_stride : r->lse_head_stride,
+          r->lse_row_stride, 0, 0}},
+    };
+#undef ROWS
+#undef CACHE
+    const int used[7] = {1, 1, r->k_new != NULL, r->v_new != NULL, 1, 1, r->softmax_lse != NULL};
+    for (int i = 0; i < 7; i++) {
+        if (!used[i]) continue;
+        const int st = check_mixed(&t[i], i == 6 ? 4 : esize);
+        if (st != KVATTN_OK) return st;
+    }
+    return KVATTN_OK;
 }
 
 /* ---- tensors the call writes must not share an element with each other ------------------------------------

@@ -8,8 +8,9 @@
  * or lse is refused as overlapping. Fixed-length (q [B, Sq, H, D], lse [B, H, Sq]) and varlen (lse [H, total_q])
  * calls; contiguous and paged caches (page sizes 1, 7 and 16); with and without appended tokens, rotary, ALiBi
  * [H]. Also: kvattn_params_default() sets all 24 strides to the sentinel; a tensor with one stride set and the
- * others unset takes each unset one from its shape alone; packed strides that overflow int64 are an argument
- * error naming the tensor, not a crash. B sequences, H query heads, Hk KV heads, D head dim. */
+ * others unset takes each unset one from its shape alone, and is refused, naming the unset fields, where the two
+ * together make its elements overlap; packed strides that overflow int64 saturate, an argument error naming the
+ * tensor, not a crash. B sequences, H query heads, Hk KV heads, D head dim. */
 #include "test_cuda_common.h"
 
 #include <stddef.h>
@@ -279,28 +280,82 @@ static void mixed_case(int backend) {
         kvt_case_end();
 }
 
-/* packed strides past int64: an argument error naming the tensor */
+/* packed strides past int64 saturate: an argument error naming the tensor, which shows the saturated stride (a
+ * wrapped product would show another number, or none) */
 static void overflow_case(void) {
-    kvt_case_begin("CPU validate: a packed cache stride past int64 (capacity 2^30 x Hk 2^30 x D 65536)");
+    kvt_case_begin("CPU validate: q's packed batch stride past int64 (seqlen_q 2^30 - 1 x H 2^30 x D 65536)");
     kvattn_params p = kvattn_params_default();
     p.dtype = KVATTN_F32;
-    p.batch = 1;
-    p.num_heads = p.num_kv_heads = 1 << 30;
+    p.batch = 2;
+    p.num_heads = 1 << 30;
+    p.num_kv_heads = 1;
     p.head_dim = 65536;
-    p.seqlen_q = 1;
-    p.cache_batch = 1;
-    p.cache_capacity = 1 << 30;
+    p.seqlen_q = (1 << 30) - 1;
+    p.cache_batch = 2;
+    p.cache_capacity = 1;
     static float dummy[4];
-    static int32_t len[1] = {0};
+    static int32_t len[2] = {0, 0};
     p.q = p.out = p.k_cache = p.v_cache = dummy;
     p.cache_seqlens = len;
     const int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
     const char *msg = kvattn_last_error();
-    if (st != KVATTN_ERR_INVALID_ARGUMENT || strstr(msg, "overflow") == NULL)
-        kvt_failf("status %s (%s), want KVATTN_ERR_INVALID_ARGUMENT about an overflow", kvattn_status_string(st), msg);
-    if (strstr(msg, "q:") != msg && strstr(msg, "out:") != msg && strstr(msg, "k_cache:") != msg)
-        kvt_failf("the message does not start with the tensor's name: %s", msg);
+    if (st != KVATTN_ERR_INVALID_ARGUMENT || strstr(msg, "q:") != msg || strstr(msg, "overflow") == NULL ||
+        strstr(msg, "batch=9223372036854775807") == NULL)
+        kvt_failf("status %s (%s), want KVATTN_ERR_INVALID_ARGUMENT naming q, its overflow and batch=INT64_MAX",
+                  kvattn_status_string(st), msg);
     kvt_case_end();
+}
+
+/* A tensor whose set and unset strides together overlap is refused, naming the unset fields (kvattn.h); a consistent
+ * mix and an explicit broadcast are not. Validation only: no data is read. */
+static void inconsistent_case(void) {
+    enum { B = 2, SQ = 4, H = 4, HK = 2, D = 16, C = 32 };
+    static const struct {
+        const char *what, *tensor, *field; /* tensor NULL: must validate */
+    } CASES[] = {
+        {"q rows padded to H + 3 heads, q_batch_stride unset", "q:", "q_batch_stride"},
+        {"out rows padded to H + 3 heads, out_batch_stride unset", "out:", "out_batch_stride"},
+        {"k_cache heads padded to 2 D (no append), k_row_stride and k_batch_stride unset", "k_cache:", "k_row_stride"},
+        {"softmax_lse head stride 2 Sq, lse_batch_stride unset", "softmax_lse:", "lse_batch_stride"},
+        {"q rows padded, q_batch_stride set to Sq x the padded row", NULL, NULL},
+        {"q_row_stride 0 (a broadcast), the rest unset", NULL, NULL},
+        {"v_cache rows padded to 2 Hk D, v_batch_stride set to C x that, v_head_stride unset", NULL, NULL},
+    };
+    static uint16_t dummy[8];
+    static int32_t len[B] = {3, 5};
+    static float lse[B * H * SQ], lse_wide[B * H * 2 * SQ];
+    static uint16_t out[B * SQ * (H + 3) * D];
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        kvt_case_begin("CPU validate: %s: %s", CASES[i].what, CASES[i].tensor ? "refused" : "accepted");
+        kvattn_params p = kvattn_params_default();
+        p.dtype = KVATTN_F16;
+        p.batch = B; p.num_heads = H; p.num_kv_heads = HK; p.head_dim = D;
+        p.seqlen_q = SQ;
+        p.cache_batch = B; p.cache_capacity = C;
+        p.q = p.k_cache = p.v_cache = dummy;
+        p.out = out;
+        p.cache_seqlens = len;
+        p.softmax_lse = lse;
+        switch (i) {
+        case 0: p.q_row_stride = (H + 3) * D; break;
+        case 1: p.out_row_stride = (H + 3) * D; break;
+        case 2: p.k_head_stride = 2 * D; break;
+        case 3: p.softmax_lse = lse_wide; p.lse_head_stride = 2 * SQ; break;
+        case 4: p.q_row_stride = (H + 3) * D; p.q_batch_stride = SQ * (H + 3) * D; break;
+        case 5: p.q_row_stride = 0; break;
+        case 6: p.v_row_stride = 2 * HK * D; p.v_batch_stride = C * 2 * HK * D; break;
+        }
+        const int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
+        const char *msg = kvattn_last_error();
+        if (CASES[i].tensor == NULL) {
+            if (st != KVATTN_OK) kvt_failf("refused: %s (%s)", kvattn_status_string(st), msg);
+        } else if (st != KVATTN_ERR_INVALID_ARGUMENT || strstr(msg, CASES[i].tensor) != msg ||
+                   strstr(msg, CASES[i].field) == NULL || strstr(msg, "KVATTN_STRIDE_PACKED") == NULL) {
+            kvt_failf("status %s (%s), want KVATTN_ERR_INVALID_ARGUMENT starting with %s and naming %s",
+                      kvattn_status_string(st), msg, CASES[i].tensor, CASES[i].field);
+        }
+        kvt_case_end();
+    }
 }
 
 int main(void) {
@@ -308,6 +363,7 @@ int main(void) {
     const int n = kvt_quick() ? 16 : 48;
     default_case();
     overflow_case();
+    inconsistent_case();
     for (int k = 0; k < n; k++) {
         shape s = random_shape(KVATTN_BACKEND_CPU, k);
         twin_case(&s);

@@ -9,7 +9,9 @@
  * 64, so that every 16-key slice of every tile holds one and each warp's running max is 0) or -1 (score -scale, with
  * scale = -ln(0.5 + 1.05 x 2^-12)); the other channels are random and do not enter the scores. Two variants: every
  * value +-65504 (out must be exactly +-65504), and values drawn from {65504, 65472} per element, with sign (out
- * within one fp16 ulp, 32, of the exact float64 answer, and finite). lse = ln(n_top + n_small e^-scale) to 1e-3.
+ * within one fp16 ulp, 32, of the exact float64 answer, and finite); and every value +-65504 but for one key whose
+ * channel 0 is +-inf and channel 1 NaN (those channels must come out +-inf and NaN: the clamp passes non-finite
+ * results; the others +-65504). lse = ln(n_top + n_small e^-scale) to 1e-3.
  * Decode rows (one query) and prefill rows (64 queries, not causal); head dims 64 and 128; num_splits 1, 4 and
  * automatic; two sequences of 8192 and 3000 keys. Strides are left at their defaults (packed). */
 #include "test_cuda_common.h"
@@ -22,10 +24,14 @@ static const int32_t S[2] = {NPOS, 3000};
 
 static int is_top(int pos) { return pos % 64 % 16 == 0; }
 
-static void max_case(int backend, int D, int NQ, int ns, int sign, int mixed) {
+#define SPECIAL_POS 5 /* mode 2: the key whose channels 0 and 1 are +-inf and NaN (a small key, P > 0 in every row) */
+
+static void max_case(int backend, int D, int NQ, int ns, int sign, int mode) {
+    const int mixed = mode == 1;
     kvt_case_begin("%s, fp16, D %d, %d quer%s per sequence, num_splits %d, values %s%s",
                    backend == KVATTN_BACKEND_CUDA ? "CUDA" : "CPU", D, NQ, NQ == 1 ? "y" : "ies", ns,
-                   sign > 0 ? "+" : "-", mixed ? "{65504, 65472}" : "65504");
+                   sign > 0 ? "+" : "-",
+                   mode == 1 ? "{65504, 65472}" : mode == 2 ? "65504, one key's channels 0 / 1 +-inf / NaN" : "65504");
     const double p_small = 0.5 + 1.05 * ldexp(1.0, -12);
     const float scale = (float)-log(p_small);
     const size_t nq_el = (size_t)2 * NQ * H * D, cache_el = (size_t)2 * NPOS * HK * D, nl = (size_t)2 * H * NQ;
@@ -36,6 +42,7 @@ static void max_case(int backend, int D, int NQ, int ns, int sign, int mixed) {
         const int c = (int)(i % D), pos = (int)(i / ((size_t)HK * D) % NPOS);
         k[i] = kvref_f32_to_f16(c == 0 ? (is_top(pos) ? 0.0f : -1.0f) : (float)kvt_uniform(-1, 1));
         v[i] = kvref_f32_to_f16((float)sign * (mixed && kvt_randint(0, 1) ? 65472.0f : 65504.0f));
+        if (mode == 2 && pos == SPECIAL_POS && c < 2) v[i] = c == 0 ? (sign > 0 ? 0x7c00 : 0xfc00) : 0x7e00;
     }
     for (size_t i = 0; i < nq_el; i++) o[i] = 0x7e77; /* poison: NaN */
     for (size_t i = 0; i < nl; i++) l[i] = 12345.f;
@@ -89,8 +96,12 @@ static void max_case(int backend, int D, int NQ, int ns, int sign, int mixed) {
                         for (int c = 0; c < D; c++) {
                             const double g = kvref_load(KVATTN_F16, o, (((int64_t)b * NQ + i) * H + h) * D + c);
                             const double e = fabs(g - ex[c]);
-                            if (e > worst || e != e) worst = e != e ? INFINITY : e;
-                            if (!(mixed ? e <= 32.0 : g == sign * 65504.0) && bad++ < 4)
+                            if (mode != 2 && (e > worst || e != e)) worst = e != e ? INFINITY : e;
+                            const int ok = mode == 2 && c == 0 ? g == sign * (double)INFINITY
+                                           : mode == 2 && c == 1 ? g != g
+                                           : mixed             ? e <= 32.0
+                                                               : g == sign * 65504.0;
+                            if (!ok && bad++ < 4)
                                 kvt_failf("sequence %d row %d head %d ch %d: out %.9g, want %.9g", b, i, h, c, g,
                                           ex[c]);
                         }
@@ -117,12 +128,12 @@ static void run_backend(int backend) {
         for (int n = 0; n < 2; n++)
             for (int s = 0; s < 3; s++)
                 for (int sign = 1; sign >= -1; sign -= 2)
-                    for (int mixed = 0; mixed < 2; mixed++) max_case(backend, dims[d], nqs[n], splits[s], sign, mixed);
+                    for (int mode = 0; mode < 3; mode++) max_case(backend, dims[d], nqs[n], splits[s], sign, mode);
 }
 
 int main(void) {
     kvt_init("test_fp16_max");
     run_backend(KVATTN_BACKEND_CPU);
-    if (cu_gpu_or_skip(2 * 2 * 3 * 2 * 2)) run_backend(KVATTN_BACKEND_CUDA);
+    if (cu_gpu_or_skip(2 * 2 * 3 * 2 * 3)) run_backend(KVATTN_BACKEND_CUDA);
     return kvt_finish();
 }
