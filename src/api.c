@@ -132,14 +132,14 @@ static int validate(const kvattn_params *given, const kvattn_params *p, int back
      * quote strides the caller never set; any other error stands (its sizes may be what made the strides overlap) */
     if (p != given && (st == KVATTN_OK || strstr(last_error, "overlap") != NULL)) {
         char first[sizeof last_error];
-        memcpy(first, last_error, sizeof first);
-        const int ms = kv_check_mixed_strides(given, p);
+        if (st != KVATTN_OK) memcpy(first, last_error, strlen(last_error) + 1);
+        const int ms = kv_check_mixed_strides(given, p); /* sets the last error only when it fails */
         if (ms != KVATTN_OK) {
             const char *colon = strchr(last_error, ':');
             const size_t n = colon ? (size_t)(colon - last_error) + 1 : 0;
             if (st == KVATTN_OK || (n > 0 && strncmp(first, last_error, n) == 0)) return ms;
+            memcpy(last_error, first, strlen(first) + 1);
         }
-        memcpy(last_error, first, sizeof first);
     }
     if (st != KVATTN_OK) return st;
     if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_check(p);
