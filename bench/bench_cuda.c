@@ -1,6 +1,6 @@
 /* bench_cuda.c — the CUDA backend on the H200: decode bandwidth (contiguous and paged 1/16/64/256), the inflight
  * step of PERF.md, and causal prefill TFLOP/s, each against ceilings measured in the same run (a 4 GiB
- * read-only sum with 16-byte loads, and a device-to-device copy). bf16, D = 128, GQA 32/8.
+ * read-only sum with 16-byte loads, and a device-to-device copy). bf16, D = 128 (or KVATTN_BENCH_D), GQA 32/8.
  * Timing: CUDA events around each call, warm-up first, median of many runs, rotating between cache copies so
  * that every set read is well beyond the 60 MB L2. Every configuration is also checked once against the
  * float64 reference on a few rows of one sequence (causal rows are checked by re-posing them as a smaller

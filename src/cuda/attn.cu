@@ -71,7 +71,15 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     if (!attn_variant(p->head_dim, &pl->dp, &pl->stages)) { pl->dp = 256; pl->stages = 2; }
     pl->dec_stages = pl->stages;
 #ifdef KVATTN_DEV_VARIANTS
-    if (kv_attn_dev_stages && pl->dp == 128) pl->dec_stages = kv_attn_dev_stages;
+    {
+        static int env_stages = -1; /* KVATTN_DEV_STAGES for programs other than attn_test (bench_cuda) */
+        if (env_stages < 0) env_stages = getenv("KVATTN_DEV_STAGES") ? atoi(getenv("KVATTN_DEV_STAGES")) : 0;
+        const int st = kv_attn_dev_stages ? kv_attn_dev_stages : env_stages;
+        if (pl->dp == 128 && st >= 2 && st <= 6) pl->dec_stages = st; /* the depths launch_fast_dp has */
+        /* DP 64: bf16 only (launch_fast_dp instantiates the other depths for bf16 alone) */
+        if (pl->dp == 64 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3 || st == 5 || st == 6 || st == 8))
+            pl->dec_stages = st;
+    }
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
     pl->smem_dec = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->dec_stages * KV_BN) *
@@ -507,7 +515,17 @@ static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_
                           const kv_device_info *dev, int mode, cudaStream_t stream) {
     switch (pl->dp) {
     case 32: return launch_fast<T, 32, 4, 4>(p, pl, args, dev, mode, stream);
-    case 64: return launch_fast<T, 64, 4, 4>(p, pl, args, dev, mode, stream);
+    case 64:
+#ifdef KVATTN_DEV_VARIANTS
+        if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+            if (pl->dec_stages == 2) return launch_fast<T, 64, 4, 2>(p, pl, args, dev, mode, stream);
+            if (pl->dec_stages == 3) return launch_fast<T, 64, 4, 3>(p, pl, args, dev, mode, stream);
+            if (pl->dec_stages == 5) return launch_fast<T, 64, 4, 5>(p, pl, args, dev, mode, stream);
+            if (pl->dec_stages == 6) return launch_fast<T, 64, 4, 6>(p, pl, args, dev, mode, stream);
+            if (pl->dec_stages == 8) return launch_fast<T, 64, 4, 8>(p, pl, args, dev, mode, stream);
+        }
+#endif
+        return launch_fast<T, 64, 4, 4>(p, pl, args, dev, mode, stream);
     case 96: return launch_fast<T, 96, 4, 4>(p, pl, args, dev, mode, stream);
     case 128:
 #ifdef KVATTN_DEV_VARIANTS
