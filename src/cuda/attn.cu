@@ -52,7 +52,8 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
 }
 
 #ifdef KVATTN_DEV_VARIANTS
-int kv_attn_dev_stages = 0; /* dev/attn_test.cu: try other decode pipeline depths for DP = 128 */
+int kv_attn_dev_stages = 0; /* dev/attn_test.cu (else KVATTN_DEV_STAGES): other decode pipeline depths, for DP 128
+                             * (2 - 6) and bf16 at DP 64 (2, 3, 5, 6, 8) and DP 96 (2, 3); attn_plan_make */
 int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
 int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
 int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's; raise
@@ -73,12 +74,20 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
 #ifdef KVATTN_DEV_VARIANTS
     {
         static int env_stages = -1; /* KVATTN_DEV_STAGES for programs other than attn_test (bench_cuda) */
-        if (env_stages < 0) env_stages = getenv("KVATTN_DEV_STAGES") ? atoi(getenv("KVATTN_DEV_STAGES")) : 0;
+        if (env_stages < 0) {
+            env_stages = getenv("KVATTN_DEV_STAGES") ? atoi(getenv("KVATTN_DEV_STAGES")) : 0;
+            /* the auto split's knobs too, read as attn_test reads them (it sets the same globals, from the same
+             * variables, before its first call): the first plan, a size query included, sees them */
+            if (getenv("KVATTN_DEV_SPLITX")) kv_attn_dev_splitx = atoi(getenv("KVATTN_DEV_SPLITX"));
+            if (getenv("KVATTN_DEV_SPLITB")) kv_attn_dev_splitb = atoi(getenv("KVATTN_DEV_SPLITB"));
+        }
         const int st = kv_attn_dev_stages ? kv_attn_dev_stages : env_stages;
         if (pl->dp == 128 && st >= 2 && st <= 6) pl->dec_stages = st; /* the depths launch_fast_dp has */
         /* DP 64: bf16 only (launch_fast_dp instantiates the other depths for bf16 alone) */
         if (pl->dp == 64 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3 || st == 5 || st == 6 || st == 8))
             pl->dec_stages = st;
+        /* DP 96: bf16 at 2 and 3 (2: 52 KiB, four blocks per SM by smem; 3: 78 KiB, two, as the shipped 4) */
+        if (pl->dp == 96 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3)) pl->dec_stages = st;
     }
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
@@ -526,7 +535,14 @@ static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_
         }
 #endif
         return launch_fast<T, 64, 4, 4>(p, pl, args, dev, mode, stream);
-    case 96: return launch_fast<T, 96, 4, 4>(p, pl, args, dev, mode, stream);
+    case 96:
+#ifdef KVATTN_DEV_VARIANTS
+        if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+            if (pl->dec_stages == 2) return launch_fast<T, 96, 4, 2>(p, pl, args, dev, mode, stream);
+            if (pl->dec_stages == 3) return launch_fast<T, 96, 4, 3>(p, pl, args, dev, mode, stream);
+        }
+#endif
+        return launch_fast<T, 96, 4, 4>(p, pl, args, dev, mode, stream);
     case 128:
 #ifdef KVATTN_DEV_VARIANTS
         if (pl->dec_stages == 2) return launch_fast<T, 128, 3, 2>(p, pl, args, dev, mode, stream);
