@@ -86,7 +86,7 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
         /* DP 64: bf16 only (launch_fast_dp instantiates the other depths for bf16 alone) */
         if (pl->dp == 64 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3 || st == 5 || st == 6 || st == 8))
             pl->dec_stages = st;
-        /* DP 96: bf16 at 2 and 3 (2: 52 KiB, four blocks per SM by smem; 3: 78 KiB, two, as the shipped 4) */
+        /* DP 96: bf16 at 2 and 3 (2: 52 KiB, three blocks per SM by its 168 registers; 3: 78 KiB, two, as the shipped 4) */
         if (pl->dp == 96 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3)) pl->dec_stages = st;
     }
 #endif

@@ -5,11 +5,14 @@
 #   make BUILD=dev/bin/s57/dvb CPU_ARCH=-march=x86-64-v2 NVCC_DEFS=-DKVATTN_DEV_VARIANTS -j2 lib &&
 #   bash dev/relink.sh dev/bin/s57/dvb dev/bin/s57/dv          (then carry dev/bin/s57/dv)
 # (a) the full benchmark at the shipped settings (no knob set);
-# (b) head dim 64's decode: the auto split aimed at three blocks per SM (v107: KVATTN_DEV_SPLITB = 3 x SMs, with
-#     KVATTN_DEV_SPLITX=2 for the workspace bound) against the shipped two (launch_fast: split_blocks = 2 x SMs
-#     whenever more blocks fit, while DP 64's decode kernel runs three per SM, so a lean plan leaves the third idle),
-#     crossed with stage depths 3, 4 (shipped), 5; head dim 96 at depths 2, 3, 4 (shipped). bench_cuda --quick,
-#     decode 8x8192 and 64x4096, two rounds with the order rotated, a 420 s guard;
+# (b) v107, the auto split aimed at every resident decode block. launch_fast sets split_blocks = 2 x SMs whenever
+#     more than two decode blocks fit on an SM ("the workspace bound assumes <= 2 per SM"), so a lean plan (B <= 64,
+#     both target shapes) cuts pieces for two blocks per SM and the others get no item. The blocks per SM by
+#     ptxas -v (registers) and the smem sizes (fifty-seventh session, attn_notes.md): DP 32 (head dims 8 - 32) 4 per
+#     SM shipped; DP 64 2 at the shipped 4 stages, 3 at 3 stages; DP 96 2 at the shipped 4, 3 at 2 stages. Settings:
+#     KVATTN_DEV_SPLITB = blocks x SMs with KVATTN_DEV_SPLITX=2 (the workspace bound) where more than two fit,
+#     crossed with the stage depths (KVATTN_DEV_STAGES). bench_cuda --quick, decode 8x8192 and 64x4096, two rounds
+#     with the order reversed, a 420 s guard;
 # (c) the best setting per head dim (lowest mean isolated-time ratio against the shipped one), if not the shipped
 #     one, through test_grid (every head dim from 8 to 256 among its cases) and test_inflight, quick grids, with its knobs set.
 T=dev/bin/s57/dv
@@ -24,11 +27,11 @@ timeout 220 $T/bench_cuda --md $L/cuda_bench.md --json $L/cuda_bench.json > $L/b
 grep -E "eiling|8x8192|64x4096|1x16384|FAIL" $L/cuda_bench.md | head -20
 grep -A3 "Inflight" $L/cuda_bench.md | tail -1
 pack
-# name : head dim : environment
-CFG=("d64_ns4:64:" "d64_ns4_s3:64:KVATTN_DEV_SPLITB=$((3 * SMS)) KVATTN_DEV_SPLITX=2"
-     "d64_ns3:64:KVATTN_DEV_STAGES=3" "d64_ns3_s3:64:KVATTN_DEV_STAGES=3 KVATTN_DEV_SPLITB=$((3 * SMS)) KVATTN_DEV_SPLITX=2"
-     "d64_ns5:64:KVATTN_DEV_STAGES=5" "d64_ns5_s3:64:KVATTN_DEV_STAGES=5 KVATTN_DEV_SPLITB=$((3 * SMS)) KVATTN_DEV_SPLITX=2"
-     "d96_ns4:96:" "d96_ns2:96:KVATTN_DEV_STAGES=2" "d96_ns3:96:KVATTN_DEV_STAGES=3")
+# name : head dim : environment (name's prefix: head dim; dNN_ns4 is the shipped setting of each)
+S3="KVATTN_DEV_SPLITB=$((3 * SMS)) KVATTN_DEV_SPLITX=2"; S4="KVATTN_DEV_SPLITB=$((4 * SMS)) KVATTN_DEV_SPLITX=2"
+CFG=("d64_ns4:64:" "d64_ns3:64:KVATTN_DEV_STAGES=3" "d64_ns3_s3:64:KVATTN_DEV_STAGES=3 $S3" "d64_ns5:64:KVATTN_DEV_STAGES=5"
+     "d96_ns4:96:" "d96_ns2:96:KVATTN_DEV_STAGES=2" "d96_ns2_s3:96:KVATTN_DEV_STAGES=2 $S3" "d96_ns3:96:KVATTN_DEV_STAGES=3"
+     "d32_ns4:32:" "d32_ns4_s4:32:$S4")
 for r in 1 2; do
   for i in "${!CFG[@]}"; do
     c=${CFG[$(( r == 1 ? i : ${#CFG[@]} - 1 - i ))]}
@@ -53,7 +56,7 @@ for f in glob.glob(L + "/d*_r*.json"):
             t[name][(r["B"], r["L"], r["page_size"], "iso")].append(r["us"])
             t[name][(r["B"], r["L"], r["page_size"], "b2b")].append(r["b2b_us"])
             if not r["check_ok"]: bad.add(name)
-for d in ("d64", "d96"):
+for d in ("d64", "d96", "d32"):
     base = {k: sum(v) / len(v) for k, v in t[d + "_ns4"].items()}
     best, bm = d + "_ns4", 1.0
     for name in sorted(n for n in t if n.startswith(d + "_")):
