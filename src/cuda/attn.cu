@@ -242,6 +242,16 @@ static int attn_blocks_per_sm(const kv_device_info *dev, size_t smem, int *block
                                                       smem));
     if (n < 1) n = 1;
     if (n > 8) n = 8; /* the workspace bound assumes at most 8 * num_sms blocks */
+#ifdef KVATTN_DEV_VARIANTS
+    if (getenv("KVATTN_DEV_OCC_LOG")) { /* dev: what the occupancy query gave, once per kernel and device */
+        cudaFuncAttributes fa;
+        if (cudaFuncGetAttributes(&fa, kv_attn_kernel<T, DP, NS, DECODE, EARLY, SELF, APPEND, ROPE>) == cudaSuccess)
+            fprintf(stderr, "kvattn occupancy: dtype %s DP %d NS %d decode %d early %d self %d append %d rope %d: %d "
+                    "registers, %zu static + %zu dynamic smem bytes -> %d blocks per SM\n",
+                    std::is_same<T, __half>::value ? "f16" : "bf16", DP, NS, (int)DECODE, (int)EARLY,
+                    (int)SELF, (int)APPEND, (int)ROPE, fa.numRegs, fa.sharedSizeBytes, smem, n);
+    }
+#endif
     __atomic_store_n(&cached[d], n, __ATOMIC_RELEASE);
     *blocks = n;
     return KVATTN_OK;
@@ -449,6 +459,18 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     if (kv_attn_dev_splitb > 0) a.split_blocks = kv_attn_dev_splitb;
 #endif
     a.prefill_rows = pl->prefill_rows;
+#ifdef KVATTN_DEV_VARIANTS
+    if (getenv("KVATTN_DEV_OCC_LOG") && mode == 1) { /* dev: the decode grid and the block count the split aims at */
+        static int said[2][2][2];
+        int &s = said[early ? 1 : 0][lean ? 1 : 0][app ? 1 : 0];
+        if (!s) {
+            s = 1;
+            fprintf(stderr, "kvattn decode grid: DP %d NS %d early %d lean %d append %d: %d blocks per SM, grid %d, split "
+                    "aims at %d blocks\n", DP, NSD, early ? 1 : 0, lean ? 1 : 0, app ? 1 : 0, per_dec, a.grid_ctas,
+                    a.split_blocks);
+        }
+    }
+#endif
     if (mode == 0) {
         /* with the checks fused in, the scheduler is the call's first kernel: launched plainly (cuda_internal.cuh) */
         /* APPEND: the scheduler stores the new rows; ROPE: it rotates those it stores (kv_sched_append) */

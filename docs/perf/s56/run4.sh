@@ -3,7 +3,8 @@
 # KVATTN_DEV_STAGES=2|3|5|6|8 gives bf16 DP 64's decode kernels that many K/V stages (shipped: 4; blocks per SM
 # follow from the smem). bench_cuda --quick at KVATTN_BENCH_D=64, all six decode shapes, rounds rotated; then the
 # depth with the lowest mean time ratio against 4 runs test_grid and test_inflight (bf16 DP 64 at that depth).
-# NOT RUN in the fifty-sixth session: after call 3 the device was refused ("no new device machine is lent"). To run
+# SUPERSEDED by docs/perf/s57/run1.sh (fifty-seventh session: the shipped depth runs two blocks per SM, not three,
+# and a third block gets no item unless the split aims at it). NOT RUN in the fifty-sixth session: after call 3 the device was refused ("no new device machine is lent"). To run
 # it: make BUILD=dev/bin/s56/dvb CPU_ARCH=-march=x86-64-v2 NVCC_DEFS=-DKVATTN_DEV_VARIANTS -j2 lib &&
 # bash dev/relink.sh dev/bin/s56/dvb dev/bin/s56/dv, then carry dev/bin/s56/dv. (Built so at the session's end from
 # 88a0c97's tree, 35 MB, spill check 0 more / 0 less; dev/bin is not tracked, so rebuild it if it is gone.)

@@ -13,6 +13,7 @@
 #     KVATTN_DEV_SPLITB = blocks x SMs with KVATTN_DEV_SPLITX=2 (the workspace bound) where more than two fit,
 #     crossed with the stage depths (KVATTN_DEV_STAGES). bench_cuda --quick, decode 8x8192 and 64x4096, two rounds
 #     with the order reversed, a 420 s guard;
+#     KVATTN_DEV_OCC_LOG=1 has the dev build print each kernel's occupancy and the decode grid (checks the counts above);
 # (c) the best setting per head dim (lowest mean isolated-time ratio against the shipped one), if not the shipped
 #     one, through test_grid (every head dim from 8 to 256 among its cases) and test_inflight, quick grids, with its knobs set.
 T=dev/bin/s57/dv
@@ -38,9 +39,11 @@ for r in 1 2; do
     name=${c%%:*}; rest=${c#*:}; d=${rest%%:*}; envs=${rest#*:}
     [ $(( $(date +%s) - t0 )) -gt 420 ] && break 2
     st round $r $name "($envs)"
-    env $envs KVATTN_BENCH_D=$d KVATTN_BENCH_DECODE=8x8192,64x4096 timeout 60 $T/bench_cuda --quick \
+    env $envs KVATTN_DEV_OCC_LOG=1 KVATTN_BENCH_D=$d KVATTN_BENCH_DECODE=8x8192,64x4096 timeout 60 $T/bench_cuda --quick \
       --md $L/${name}_r$r.md --json $L/${name}_r$r.json > $L/${name}_r$r.log 2>&1; echo "rc=$?"
     grep -E "(8x8192|64x4096) \| (contiguous|paged 16)|FAIL" $L/${name}_r$r.md | cut -d'|' -f2-8
+    [ $r = 1 ] && grep -E "kvattn (occupancy: dtype bf16 DP $d .* decode 1 early 1 self 0 append 0|decode grid)" \
+      $L/${name}_r$r.log | sort -u   # (KVATTN_DEV_OCC_LOG: blocks per SM and the split's aim, as the library saw them)
     pack
   done
 done
