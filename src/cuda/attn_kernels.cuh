@@ -1919,8 +1919,11 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
             const int rb = warp * 16 + (lane / CH) * (CH / 2);
 #pragma unroll
             for (int k = 0; k < NK8; k++) {
+                /* swizzled: chunk XOR the row's r & 7, which is k & 7 when rb % 8 = 0 (CH >= 16); at CH 8 (DP 64,
+                 * dev: KV_DECODE_SWZ_64) a lane's 4 rows start at rb % 8 = 0 or 4 */
+                const int sw = CH >= 16 ? (k & 7) : ((rb + k) & 7);
                 d_wp[k] = (uint32_t)((rb + k) * ROW * 2) +
-                          (SWZ ? (uint32_t)(((my_c0 >> 3) ^ (k & 7)) << 4) : (uint32_t)my_c0 * 2);
+                          (SWZ ? (uint32_t)(((my_c0 >> 3) ^ sw) << 4) : (uint32_t)my_c0 * 2);
                 asm volatile("" : "+r"(d_wp[k]));
             }
         }
@@ -1937,8 +1940,8 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 kv_copy16_row<DECODE && (KV_DECODE_CA & 1), PF_K>(dk + d, k_row, off);
                 kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, v_row, off);
             };
-            if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k (rb % 8 = 0 when swizzled) */
-                static_assert(!WP || !SWZ || CH >= 16, "swizzled rows: chunk XOR k");
+            if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k */
+                static_assert(!WP || !SWZ || CH >= 8, "swizzled rows: a chunk per lane of 8 rows (d_wp)");
                 const int rb = warp * 16 + (lane / CH) * (CH / 2);
                 /* the rows' addresses of a batch are read before its copies: the copies' asm (a memory clobber) keeps
                  * every smem read after the copy before it, so one address read per pair made a chain of LDS ->
