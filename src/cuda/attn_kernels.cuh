@@ -1703,7 +1703,8 @@ static __device__ __forceinline__ void kv_store_lse(const kvattn_params &p, int 
 #endif
 /* dev: DP 64 swizzled too. Measured slower (dev/attn_test bench at D 64, two rounds: +8.6% mean, +21% at 64x16384,
  * -7 to -9% at 128x2048 / 256x1024); its smaller stages (64 KB + 4 KB static instead of 72 + 4) leave room for a
- * third block per SM by the sizes, so that comparison mixes two changes (attn_notes.md, fifteenth session). */
+ * third block per SM by the sizes, so that comparison mixes two changes (attn_notes.md, fifteenth session), and the
+ * split then aimed at two blocks per SM (v107, fifty-seventh session: docs/perf/s57/run4.sh times it with v107). */
 #ifndef KV_DECODE_SWZ_64
 #define KV_DECODE_SWZ_64 0
 #endif
@@ -1941,7 +1942,7 @@ static __device__ __forceinline__ void kv_attn_item(const kvattn_params &p, cons
                 kv_copy16_row<DECODE && (KV_DECODE_CA & 2), PF_V>(dv + d, v_row, off);
             };
             if (WP && EVEN) { /* this warp's 16 rows: lane l copies chunk l % CH of rows rb + k */
-                static_assert(!WP || !SWZ || CH >= 8, "swizzled rows: a chunk per lane of 8 rows (d_wp)");
+                static_assert(!WP || !SWZ || CH >= 8, "swizzled rows: at least 8 chunks per row (d_wp)");
                 const int rb = warp * 16 + (lane / CH) * (CH / 2);
                 /* the rows' addresses of a batch are read before its copies: the copies' asm (a memory clobber) keeps
                  * every smem read after the copy before it, so one address read per pair made a chain of LDS ->
