@@ -51,9 +51,22 @@ static int attn_variant(int head_dim, int *dp, int *stages) {
     }
 }
 
+/* The dev build's other decode pipeline depths, one table for the plan (which sizes the smem) and launch_fast_dp
+ * (which instantiates them): bit d set = depth d has kernels (any dtype at DP 128: 2 - 6; bf16 only at DP 64: 2, 3, 5,
+ * 6, 8, and DP 96: 2, 3; DP 96 at 2: 52 KiB, three blocks per SM by its 168 registers). None in the default build. */
+static constexpr unsigned kv_dev_depths(int dp, bool bf16) {
 #ifdef KVATTN_DEV_VARIANTS
-int kv_attn_dev_stages = 0; /* dev/attn_test.cu (else KVATTN_DEV_STAGES): other decode pipeline depths, for DP 128
-                             * (2 - 6) and bf16 at DP 64 (2, 3, 5, 6, 8) and DP 96 (2, 3); attn_plan_make */
+    return dp == 128 ? 0x7cu : !bf16 ? 0u : dp == 64 ? 0x16cu : dp == 96 ? 0xcu : 0u;
+#else
+    (void)dp;
+    (void)bf16;
+    return 0u;
+#endif
+}
+
+#ifdef KVATTN_DEV_VARIANTS
+int kv_attn_dev_stages = 0; /* dev/attn_test.cu (else KVATTN_DEV_STAGES): another decode pipeline depth, where
+                             * kv_dev_depths has kernels for it; attn_plan_make */
 int kv_attn_dev_pctas = 0;  /* dev/attn_test.cu: blocks of the sm90 prefill kernel (0 = one per SM) */
 int kv_attn_dev_splitx = 1; /* dev/attn_test.cu: auto split aims at this many times more pieces */
 int kv_attn_dev_splitb = 0; /* dev/attn_test.cu: auto split aims at this many blocks (0 = the grid's; raise
@@ -82,12 +95,7 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
             if (getenv("KVATTN_DEV_SPLITB")) kv_attn_dev_splitb = atoi(getenv("KVATTN_DEV_SPLITB"));
         }
         const int st = kv_attn_dev_stages ? kv_attn_dev_stages : env_stages;
-        if (pl->dp == 128 && st >= 2 && st <= 6) pl->dec_stages = st; /* the depths launch_fast_dp has */
-        /* DP 64: bf16 only (launch_fast_dp instantiates the other depths for bf16 alone) */
-        if (pl->dp == 64 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3 || st == 5 || st == 6 || st == 8))
-            pl->dec_stages = st;
-        /* DP 96: bf16 at 2 and 3 (2: 52 KiB, three blocks per SM by its 168 registers; 3: 78 KiB, two, as the shipped 4) */
-        if (pl->dp == 96 && p->dtype == KVATTN_BF16 && (st == 2 || st == 3)) pl->dec_stages = st;
+        if (st >= 2 && st < 32 && (kv_dev_depths(pl->dp, p->dtype == KVATTN_BF16) >> st & 1u)) pl->dec_stages = st;
     }
 #endif
     pl->smem = (size_t)((pl->dp > 128 ? KV_PREFILL_ROWS : 0) + 2 * pl->stages * KV_BN) * (pl->dp + 8) * 2;
@@ -541,42 +549,32 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     return launch_decode(both && dev->overlap ? KV_NO_WAIT_DECODE : 0);
 }
 
+/* launch_fast at decode depth pl->dec_stages when kv_dev_depths has kernels for it, else at the shipped NS */
+template <typename T, int DP, int NS, int D = 2>
+static int launch_fast_depth(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
+                             const kv_device_info *dev, int mode, cudaStream_t stream) {
+    if constexpr (D > 8) {
+        return launch_fast<T, DP, NS, NS>(p, pl, args, dev, mode, stream);
+    } else {
+        if constexpr (D != NS && (kv_dev_depths(DP, std::is_same<T, __nv_bfloat16>::value) >> D & 1u)) {
+            if (pl->dec_stages == D) return launch_fast<T, DP, NS, D>(p, pl, args, dev, mode, stream);
+        }
+        return launch_fast_depth<T, DP, NS, D + 1>(p, pl, args, dev, mode, stream);
+    }
+}
+
 template <typename T>
 static int launch_fast_dp(const kvattn_params *p, const attn_plan *pl, const kv_attn_args *args,
                           const kv_device_info *dev, int mode, cudaStream_t stream) {
     switch (pl->dp) {
-    case 32: return launch_fast<T, 32, 4, 4>(p, pl, args, dev, mode, stream);
-    case 64:
-#ifdef KVATTN_DEV_VARIANTS
-        if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-            if (pl->dec_stages == 2) return launch_fast<T, 64, 4, 2>(p, pl, args, dev, mode, stream);
-            if (pl->dec_stages == 3) return launch_fast<T, 64, 4, 3>(p, pl, args, dev, mode, stream);
-            if (pl->dec_stages == 5) return launch_fast<T, 64, 4, 5>(p, pl, args, dev, mode, stream);
-            if (pl->dec_stages == 6) return launch_fast<T, 64, 4, 6>(p, pl, args, dev, mode, stream);
-            if (pl->dec_stages == 8) return launch_fast<T, 64, 4, 8>(p, pl, args, dev, mode, stream);
-        }
-#endif
-        return launch_fast<T, 64, 4, 4>(p, pl, args, dev, mode, stream);
-    case 96:
-#ifdef KVATTN_DEV_VARIANTS
-        if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-            if (pl->dec_stages == 2) return launch_fast<T, 96, 4, 2>(p, pl, args, dev, mode, stream);
-            if (pl->dec_stages == 3) return launch_fast<T, 96, 4, 3>(p, pl, args, dev, mode, stream);
-        }
-#endif
-        return launch_fast<T, 96, 4, 4>(p, pl, args, dev, mode, stream);
-    case 128:
-#ifdef KVATTN_DEV_VARIANTS
-        if (pl->dec_stages == 2) return launch_fast<T, 128, 3, 2>(p, pl, args, dev, mode, stream);
-        if (pl->dec_stages == 4) return launch_fast<T, 128, 3, 4>(p, pl, args, dev, mode, stream);
-        if (pl->dec_stages == 5) return launch_fast<T, 128, 3, 5>(p, pl, args, dev, mode, stream);
-        if (pl->dec_stages == 6) return launch_fast<T, 128, 3, 6>(p, pl, args, dev, mode, stream);
-#endif
-        return launch_fast<T, 128, 3, 3>(p, pl, args, dev, mode, stream);
-    case 160: return launch_fast<T, 160, 2, 2>(p, pl, args, dev, mode, stream);
-    case 192: return launch_fast<T, 192, 2, 2>(p, pl, args, dev, mode, stream);
-    case 224: return launch_fast<T, 224, 2, 2>(p, pl, args, dev, mode, stream);
-    case 256: return launch_fast<T, 256, 2, 2>(p, pl, args, dev, mode, stream);
+    case 32: return launch_fast_depth<T, 32, 4>(p, pl, args, dev, mode, stream);
+    case 64: return launch_fast_depth<T, 64, 4>(p, pl, args, dev, mode, stream);
+    case 96: return launch_fast_depth<T, 96, 4>(p, pl, args, dev, mode, stream);
+    case 128: return launch_fast_depth<T, 128, 3>(p, pl, args, dev, mode, stream);
+    case 160: return launch_fast_depth<T, 160, 2>(p, pl, args, dev, mode, stream);
+    case 192: return launch_fast_depth<T, 192, 2>(p, pl, args, dev, mode, stream);
+    case 224: return launch_fast_depth<T, 224, 2>(p, pl, args, dev, mode, stream);
+    case 256: return launch_fast_depth<T, 256, 2>(p, pl, args, dev, mode, stream);
     default: return kv_set_error(KVATTN_ERR_INTERNAL, "head_dim=%d: no attention variant", p->head_dim);
     }
 }
