@@ -99,8 +99,8 @@ $(BUILD)/demo: $(DEMO_SRC) $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 demo: $(BUILD)/demo
 	./$(BUILD)/demo
-	@echo "Next, end to end with a Hugging Face Llama (needs a GPU, torch and transformers):"
-	@echo "  python3 examples/generate_inflight.py      (or --device cpu --quick on a machine without a GPU)"
+	@echo "Next, end to end with a Hugging Face Llama (needs torch and transformers):"
+	@echo "  python3 examples/generate_inflight.py      (on a GPU; --device cpu --quick on a machine without one)"
 
 $(BUILD)/bench_%: bench/bench_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@

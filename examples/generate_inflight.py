@@ -38,7 +38,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # cuBLAS is bitwise reproducible run to run on one stream; this makes it so in every case (torch's advice)
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-import torch  # noqa: E402
+try:
+    import torch  # noqa: E402
+    import transformers  # noqa: E402,F401  (checked here, used in build_model)
+except ImportError as e:
+    sys.exit(f"generate_inflight.py needs torch and transformers (pip install torch transformers): {e}")
 
 def _import_kvattn():
     """The installed kvattn package, or else the one of this checkout (python/, which finds build/libkvattn.so

@@ -67,7 +67,10 @@ KVATTN_API int kvattn_backend_available(int backend);
 /* ---- the params of one call ----------------------------------------------------------------------------
  * One struct describes one call exactly as SPEC.md does. Pointers are host memory for the CPU backend and
  * device memory for the CUDA backend. Strides are in elements (never bytes); the last dimension (D) of every
- * tensor is contiguous. Fill it with kvattn_params_default() and then set the fields you use: its strides are
+ * tensor is contiguous. Every pointer is a multiple of its element size (2 bytes for fp16/bf16, 4 for fp32 and the
+ * int32 arrays; else KVATTN_ERR_INVALID_ARGUMENT naming it). The int32 index arrays (cu_seqlens_q, cu_seqlens_knew,
+ * cache_seqlens, cache_leftpad, cache_batch_idx, block_table) must not share memory with a tensor the call writes
+ * (out, softmax_lse, the caches when appending) nor, on CUDA, with the workspace: refused, naming both. Fill it with kvattn_params_default() and then set the fields you use: its strides are
  * KVATTN_STRIDE_PACKED, so a tensor laid out packed in the documented shape needs no stride set at all.
  *
  * A stride equal to KVATTN_STRIDE_PACKED takes the value that packs the documented shape (each field on its
@@ -205,7 +208,9 @@ KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t
  * CUDA backend: runs on the current device, enqueued on `stream` (a cudaStream_t, NULL = default stream), which
  *   must belong to the current device, as must every tensor (not checked: cudaSetDevice first);
  *   allocates nothing, copies nothing to or from the host and never synchronizes; `workspace` is (16-byte aligned) device
- *   memory of at least kvattn_workspace_size() bytes, used by one call at a time. Data-dependent failures
+ *   memory of at least kvattn_workspace_size() bytes, used by one call at a time, that the call writes: its first
+ *   kvattn_workspace_size() bytes must not hold a tensor the call writes or an index array (refused, naming it);
+ *   nor may another stream write the index arrays while the call runs. Data-dependent failures
  *   are found on the device: the failing sequence is skipped (its cache and output untouched) and recorded
  *   in the device status (kvattn_device_status_read); other sequences are computed normally.
  * Returns KVATTN_OK or an error status (kvattn_last_error() has the detail). */

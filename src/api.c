@@ -181,6 +181,8 @@ int kvattn_forward(const kvattn_params *p_, int backend, void *workspace, size_t
     RETURN_IF(workspace_bytes < need, KVATTN_ERR_WORKSPACE,
               "workspace_bytes=%zu is smaller than the %zu bytes kvattn_workspace_size() asks for",
               workspace_bytes, need);
+    /* the kernels write the workspace's first `need` bytes (status record, plan, split partials) */
+    if ((st = kv_check_workspace_disjoint(p, workspace, need)) != KVATTN_OK) return st;
     return kv_cuda_forward(p, workspace, workspace_bytes, stream);
 }
 

@@ -172,6 +172,9 @@ int kv_validate_args(const kvattn_params *p, int backend);
 /* given: the caller's params; r: the same with KVATTN_STRIDE_PACKED strides resolved (api.c). Refuses a tensor whose
  * set and unset strides together make its elements overlap, naming the unset fields. */
 int kv_check_mixed_strides(const kvattn_params *given, const kvattn_params *r);
+/* Refuses a workspace whose first bytes (the ones the call writes) share memory with a tensor the call writes or an
+ * index array it reads (lengths, tables), naming it. */
+int kv_check_workspace_disjoint(const kvattn_params *p, const void *workspace, size_t bytes);
 int kv_cpu_forward(const kvattn_params *p);
 int kv_cuda_available(void);
 int kv_cuda_check(const kvattn_params *p);              /* backend-specific support (head dim, dtype) */

@@ -147,7 +147,16 @@ typedef struct written {
     const char *base;
     int n, esize;
     int64_t ext[4], str[4];
+    uintptr_t lo, hi; /* its bytes [lo, hi), lo == hi when empty: set_range */
 } written;
+
+/* Sets t's byte range. Call on validated sizes (max_offset does not overflow). */
+static void set_range(written *t) {
+    t->lo = t->hi = (uintptr_t)t->base;
+    for (int k = 0; k < t->n; k++)
+        if (t->ext[k] <= 0) return;
+    t->hi = t->lo + (uintptr_t)(max_offset(t->n, t->ext, t->str, t->esize) + 1) * (uintptr_t)t->esize;
+}
 
 /* 1 when d (in elements) is a difference of two offsets of one layout: d = sum_k c_k str_k with |c_k| <= ext_k - 1.
  * Dimensions dim[0..m) of extent > 1 are in increasing stride order (dims_by_stride), and each stride lies past the
@@ -171,14 +180,8 @@ static int is_offset_difference(const written *t, const int *dim, int m, int64_t
 /* 1 when tensors a and b may share a byte. Same element size and layout (k_cache and v_cache as two views of one
  * buffer, e.g. [pages, 2, page_size, Hk, D]): exact. Otherwise: whether their byte ranges intersect. */
 static int written_share(const written *a, const written *b) {
-    int64_t la = max_offset(a->n, a->ext, a->str, a->esize), lb = max_offset(b->n, b->ext, b->str, b->esize);
-    for (int k = 0; k < a->n; k++)
-        if (a->ext[k] <= 0) return 0;
-    for (int k = 0; k < b->n; k++)
-        if (b->ext[k] <= 0) return 0;
-    const uintptr_t a0 = (uintptr_t)a->base, a1 = a0 + (uintptr_t)(la + 1) * (uintptr_t)a->esize;
-    const uintptr_t b0 = (uintptr_t)b->base, b1 = b0 + (uintptr_t)(lb + 1) * (uintptr_t)b->esize;
-    if (a1 <= b0 || b1 <= a0) return 0;
+    const uintptr_t a0 = a->lo, b0 = b->lo;
+    if (a->lo == a->hi || b->lo == b->hi || a->hi <= b->lo || b->hi <= a->lo) return 0;
     int same = a->n == b->n && a->esize == b->esize;
     for (int k = 0; same && k < a->n; k++) same = a->ext[k] == b->ext[k] && a->str[k] == b->str[k];
     if (!same) return 1;
@@ -188,6 +191,73 @@ static int written_share(const written *a, const written *b) {
      * floor(d / esize) or, when d is not a multiple of esize, that plus one */
     const int64_t d = (int64_t)(b0 - a0), q = d / a->esize - (d % a->esize != 0 && d < 0);
     return is_offset_difference(a, dim, m, q) || (d % a->esize != 0 && is_offset_difference(a, dim, m, q + 1));
+}
+
+/* The tensors the call writes, as validated: out, softmax_lse when given, and both caches when k_new/v_new are
+ * appended. Returns their number (at most 4). */
+static int written_list(const kvattn_params *p, written *w) {
+    const int32_t B = p->batch, H = p->num_heads, Hk = p->num_kv_heads, D = p->head_dim;
+    const int q_varlen = p->cu_seqlens_q != NULL, esize = kv_dtype_size(p->dtype);
+    const int64_t q_rows = q_varlen ? p->total_q : p->seqlen_q;
+    int nw = 0;
+    w[nw] = (written){"out", (const char *)p->out, 0, esize, {0}, {0}, 0, 0};
+    if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->out_batch_stride; }
+    w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->out_row_stride;
+    w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->out_head_stride;
+    w[nw].ext[w[nw].n] = D; w[nw].str[w[nw].n++] = 1;
+    nw++;
+    if (p->softmax_lse) {
+        w[nw] = (written){"softmax_lse", (const char *)p->softmax_lse, 0, 4, {0}, {0}, 0, 0};
+        if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->lse_batch_stride; }
+        w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->lse_head_stride;
+        w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->lse_row_stride;
+        nw++;
+    }
+    if (p->k_new) {
+        const int64_t rows = p->block_table ? p->num_pages : p->cache_batch,
+                      cap = p->block_table ? p->page_size : p->cache_capacity;
+        w[nw++] = (written){"k_cache", (const char *)p->k_cache, 4, esize, {rows, cap, Hk, D},
+                            {p->k_batch_stride, p->k_row_stride, p->k_head_stride, 1}, 0, 0};
+        w[nw++] = (written){"v_cache", (const char *)p->v_cache, 4, esize, {rows, cap, Hk, D},
+                            {p->v_batch_stride, p->v_row_stride, p->v_head_stride, 1}, 0, 0};
+    }
+    for (int k = 0; k < nw; k++) set_range(&w[k]);
+    return nw;
+}
+
+/* The int32 index arrays the call reads (lengths, offsets, tables), as the backends read them. Returns their number
+ * (at most 6). */
+static int index_list(const kvattn_params *p, written *ix) {
+    const int64_t B = p->batch;
+    int n = 0;
+#define KV_INDEX(ptr, count) \
+    if (p->ptr) ix[n++] = (written){#ptr, (const char *)(p->ptr), 1, 4, {(count)}, {1}, 0, 0}
+    KV_INDEX(cu_seqlens_q, B + 1);
+    if (p->k_new) KV_INDEX(cu_seqlens_knew, B + 1);
+    KV_INDEX(cache_seqlens, B);
+    KV_INDEX(cache_leftpad, B);
+    if (p->block_table)
+        ix[n++] = (written){"block_table", (const char *)p->block_table, 2, 4, {B, p->max_pages_per_seq},
+                            {p->block_table_batch_stride, 1}, 0, 0};
+    else
+        KV_INDEX(cache_batch_idx, B);
+#undef KV_INDEX
+    for (int k = 0; k < n; k++) set_range(&ix[k]);
+    return n;
+}
+
+int kv_check_workspace_disjoint(const kvattn_params *p, const void *workspace, size_t bytes) {
+    if (p->batch <= 0 || workspace == NULL || bytes == 0) return KVATTN_OK;
+    written t[10];
+    int n = written_list(p, t);
+    n += index_list(p, t + n);
+    written ws = {"workspace", (const char *)workspace, 1, 1, {(int64_t)bytes}, {1}, 0, 0};
+    set_range(&ws);
+    for (int a = 0; a < n; a++)
+        RETURN_IF(written_share(&ws, &t[a]), KVATTN_ERR_INVALID_ARGUMENT,
+                  "%s and workspace: share memory (%s at %p, the workspace's %zu bytes at %p), and kvattn writes the "
+                  "workspace", t[a].name, t[a].name, (const void *)t[a].base, bytes, workspace);
+    return KVATTN_OK;
 }
 
 #define CHECK_STRIDE(name, v) \
@@ -431,37 +501,42 @@ int kv_validate_args(const kvattn_params *p, int backend) {
         RETURN_IF(max_offset(2, ext, str, 4) < 0, KVATTN_ERR_INVALID_ARGUMENT,
                   "alibi_slopes: B=%d rows of stride %lld overflow int64 offsets", B, (long long)p->alibi_batch_stride);
     }
-    /* tensors the call writes, pairwise: out, softmax_lse, and the caches when k_new/v_new are appended */
+    /* every base address a multiple of its element size: the CUDA kernels load and store whole elements (a
+     * misaligned fp32 lse store or int32 length load faults, and ends the CUDA context), and C reads them as such */
+    {
+        const int rsize = kv_dtype_size(p->rotary_dtype);
+        const struct { const char *name; const void *ptr; int size; } a[] = {
+            {"q", p->q, esize}, {"out", p->out, esize}, {"k_new", p->k_new, esize}, {"v_new", p->v_new, esize},
+            {"k_cache", p->k_cache, esize}, {"v_cache", p->v_cache, esize}, {"softmax_lse", p->softmax_lse, 4},
+            {"cu_seqlens_q", p->cu_seqlens_q, 4}, {"cu_seqlens_knew", p->cu_seqlens_knew, 4},
+            {"cache_seqlens", p->cache_seqlens, 4}, {"cache_leftpad", p->cache_leftpad, 4},
+            {"cache_batch_idx", p->cache_batch_idx, 4}, {"block_table", p->block_table, 4},
+            {"rotary_cos", p->rotary_cos, rsize}, {"rotary_sin", p->rotary_sin, rsize},
+            {"alibi_slopes", p->alibi_slopes, 4}};
+        for (size_t k = 0; k < sizeof a / sizeof a[0]; k++)
+            RETURN_IF(a[k].ptr != NULL && (uintptr_t)a[k].ptr % (uintptr_t)a[k].size != 0, KVATTN_ERR_INVALID_ARGUMENT,
+                      "%s: address %p is not a multiple of its element size (%d bytes)", a[k].name, a[k].ptr,
+                      a[k].size);
+    }
     if (B > 0) {
-        written w[4];
-        int nw = 0;
-        w[nw] = (written){"out", (const char *)p->out, 0, esize, {0}, {0}};
-        if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->out_batch_stride; }
-        w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->out_row_stride;
-        w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->out_head_stride;
-        w[nw].ext[w[nw].n] = D; w[nw].str[w[nw].n++] = 1;
-        nw++;
-        if (p->softmax_lse) {
-            w[nw] = (written){"softmax_lse", (const char *)p->softmax_lse, 0, 4, {0}, {0}};
-            if (!q_varlen) { w[nw].ext[w[nw].n] = B; w[nw].str[w[nw].n++] = p->lse_batch_stride; }
-            w[nw].ext[w[nw].n] = H; w[nw].str[w[nw].n++] = p->lse_head_stride;
-            w[nw].ext[w[nw].n] = q_rows; w[nw].str[w[nw].n++] = p->lse_row_stride;
-            nw++;
-        }
-        if (p->k_new) {
-            const int64_t rows = p->block_table ? p->num_pages : p->cache_batch,
-                          cap = p->block_table ? p->page_size : p->cache_capacity;
-            w[nw++] = (written){"k_cache", (const char *)p->k_cache, 4, esize, {rows, cap, Hk, D},
-                                {p->k_batch_stride, p->k_row_stride, p->k_head_stride, 1}};
-            w[nw++] = (written){"v_cache", (const char *)p->v_cache, 4, esize, {rows, cap, Hk, D},
-                                {p->v_batch_stride, p->v_row_stride, p->v_head_stride, 1}};
-        }
+        /* tensors the call writes, pairwise: out, softmax_lse, and the caches when k_new/v_new are appended */
+        written w[4], ix[6];
+        const int nw = written_list(p, w), nix = index_list(p, ix);
         for (int a = 0; a < nw; a++)
             for (int b = a + 1; b < nw; b++)
                 RETURN_IF(written_share(&w[a], &w[b]), KVATTN_ERR_INVALID_ARGUMENT,
                           "%s and %s: share memory (%s at %p, %s at %p), and kvattn writes both%s", w[a].name,
                           w[b].name, w[a].name, (const void *)w[a].base, w[b].name, (const void *)w[b].base,
                           p->k_new && b >= nw - 2 ? " (k_new/v_new are appended into the caches)" : "");
+        /* the length arrays and tables are read again after those writes may have begun (the CUDA kernels re-read
+         * a sequence's lengths per work item): one that shares memory with a written tensor would hand them
+         * rewritten lengths, so it is refused */
+        for (int i = 0; i < nix; i++)
+            for (int a = 0; a < nw; a++)
+                RETURN_IF(written_share(&ix[i], &w[a]), KVATTN_ERR_INVALID_ARGUMENT,
+                          "%s and %s: share memory (%s at %p, %s at %p); kvattn writes %s and reads %s after that",
+                          ix[i].name, w[a].name, ix[i].name, (const void *)ix[i].base, w[a].name,
+                          (const void *)w[a].base, w[a].name, ix[i].name);
     }
     return KVATTN_OK;
 }

@@ -185,6 +185,21 @@ static const arg_case ARG_CASES[] = {
     {"total_q set, cu_seqlens_q NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_q", NULL, -1},
     {"total_knew set, cu_seqlens_knew NULL (forgotten)", KVATTN_ERR_INVALID_ARGUMENT, "total_knew", NULL, -1},
     {"softmax_scale 3e38 (x log2(e) overflows fp32)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_scale", NULL, -1},
+    /* index arrays in memory the call writes: the CUDA kernels read lengths again per work item, after the append
+     * and other items' stores may have rewritten them (fifty-eighth session, found by an audit: out and lse
+     * written past their ends) */
+    {"cu_seqlens_q inside out", KVATTN_ERR_INVALID_ARGUMENT, "cu_seqlens_q", NULL, -1},
+    {"cache_seqlens inside softmax_lse", KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens", NULL, -1},
+    {"block_table inside k_cache while appending", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
+    {"cu_seqlens_knew inside v_cache while appending", KVATTN_ERR_INVALID_ARGUMENT, "cu_seqlens_knew", NULL, -1},
+    {"cache_batch_idx inside out", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch_idx", NULL, 0},
+    {"cache_leftpad inside k_cache while appending", KVATTN_ERR_INVALID_ARGUMENT, "cache_leftpad", NULL, -1},
+    /* base addresses that are not a multiple of the element size (on CUDA such a load or store faults and ends
+     * the context; same audit) */
+    {"q misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"softmax_lse misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
+    {"cu_seqlens_q misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cu_seqlens_q", NULL, -1},
+    {"rotary_cos (fp32) misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "rotary_cos", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -268,6 +283,16 @@ static void mutate_args(int id, kvattn_params *d) {
     case 70: d->cu_seqlens_q = NULL; break; /* seqlen_q stays 0 */
     case 71: d->cu_seqlens_knew = NULL; break;
     case 72: d->softmax_scale = 3e38f; break;
+    case 73: d->cu_seqlens_q = (const int32_t *)((char *)d->out + 64); break;
+    case 74: d->cache_seqlens = (const int32_t *)((char *)d->softmax_lse + 16); break;
+    case 75: d->block_table = (const int32_t *)((char *)d->k_cache + 256); break;
+    case 76: d->cu_seqlens_knew = (const int32_t *)d->v_cache; break;
+    case 77: d->cache_batch_idx = (const int32_t *)((char *)d->out + 4); break;
+    case 78: d->cache_leftpad = (const int32_t *)((char *)d->k_cache + 1024); break;
+    case 79: d->q = (const char *)d->q + 1; break;
+    case 80: d->softmax_lse = (float *)((char *)d->softmax_lse + 2); break;
+    case 81: d->cu_seqlens_q = (const int32_t *)((const char *)d->cu_seqlens_q + 2); break;
+    case 82: d->rotary_cos = (const char *)d->rotary_cos + 2; break;
     }
 }
 
@@ -430,7 +455,7 @@ static void run_empty_batch(int backend, int dt) {
 
 /* CUDA only: a workspace smaller than kvattn_workspace_size, and fp32 (not implemented there) */
 static void run_cuda_only(void) {
-    if (cuda_skip(KVATTN_BACKEND_CUDA, 2)) return;
+    if (cuda_skip(KVATTN_BACKEND_CUDA, 3)) return;
     kvt_problem P;
     build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_F16);
     kvt_case_begin("cuda workspace too small");
@@ -446,6 +471,33 @@ static void run_cuda_only(void) {
         kvt_problem_run_case(&P, e); /* (UNSUPPORTED instead of WORKSPACE fails: never a skip) */
         if (P.last_status == KVATTN_ERR_WORKSPACE && !strstr(P.last_error, "workspace"))
             kvt_failf("last_error \"%s\" does not name the workspace", P.last_error);
+    }
+    kvt_case_end();
+    kvt_problem_free(&P);
+
+    /* the workspace is written by the call (status record, plan, split partials): an index array or a written tensor
+     * inside it is refused before any launch (fifty-eighth session) */
+    build_base(&P, KVATTN_BACKEND_CUDA, 1, KVATTN_F16);
+    kvt_case_begin("cuda index array or out inside the workspace");
+    if (kvt_problem_upload(&P, 1) == 0) {
+        size_t ws = 0;
+        int st = kvattn_workspace_size(&P.pd, KVATTN_BACKEND_CUDA, &ws);
+        if (st != KVATTN_OK) kvt_failf("workspace_size: %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        kvt_free(&P.workspace);
+        P.workspace = kvt_alloc(KVATTN_BACKEND_CUDA, ws);
+        char *w = (char *)P.workspace.ptr;
+        for (int which = 0; w && which < 2; which++) {
+            kvattn_params d = P.pd;
+            const char *name = which ? "out" : "cu_seqlens_q";
+            if (which) d.out = w + ws / 2 / 16 * 16; /* (16-byte aligned) */
+            else d.cu_seqlens_q = (const int32_t *)(w + 16);
+            st = kvattn_forward(&d, KVATTN_BACKEND_CUDA, w, ws, NULL);
+            const char *msg = kvattn_last_error();
+            if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, name, strlen(name)) != 0 || !strstr(msg, "workspace"))
+                kvt_failf("%s inside the workspace: %s (%s), want INVALID_ARGUMENT naming it and the workspace", name,
+                          kvattn_status_string(st), msg);
+        }
+        if (!w) kvt_failf("cannot allocate a workspace of %zu bytes", ws);
     }
     kvt_case_end();
     kvt_problem_free(&P);
@@ -640,7 +692,7 @@ int main(void) {
     kvt_case_begin("paged capacity KVATTN_MAX_CACHE_TOKENS validates");
     {
         static char q[8 * 2], out[4 * 8 * 2], kc[16 * 8 * 2];
-        static int32_t seqlens[4] = {1, 1, 1, 1}, bt[4];
+        static int32_t seqlens[4] = {1, 1, 1, 1};
         kvattn_params p = kvattn_params_default();
         p.dtype = KVATTN_F16; p.batch = 4; p.num_heads = 1; p.num_kv_heads = 1; p.head_dim = 8;
         p.q = q; p.seqlen_q = 1; p.q_batch_stride = 0; p.q_row_stride = 8; p.q_head_stride = 8; /* read: may broadcast */
@@ -648,7 +700,10 @@ int main(void) {
         p.k_cache = p.v_cache = kc; p.num_pages = 1; p.page_size = 16;
         p.k_batch_stride = p.v_batch_stride = 16 * 8; p.k_row_stride = p.v_row_stride = 8;
         p.k_head_stride = p.v_head_stride = 8;
-        p.block_table = bt; p.max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / 16; /* a multiple of 16 */
+        /* a table of 4 x 2^27 slots: a fake address, never read (validate only), that lies clear of q, out and kc
+         * (an index array that shares memory with out is refused) */
+        p.block_table = (const int32_t *)(uintptr_t)((uint64_t)1 << 44);
+        p.max_pages_per_seq = KVATTN_MAX_CACHE_TOKENS / 16; /* a multiple of 16 */
         p.block_table_batch_stride = p.max_pages_per_seq;
         p.cache_seqlens = seqlens;
         int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);

@@ -7,8 +7,14 @@
  * and random byte offsets of v_cache from k_cache (some inside the gaps of an interleaved layout, some misaligned).
  * The expected verdict comes from a brute-force walk over every element's bytes; the validator's must match it
  * exactly (a shared byte is refused, a layout that shares none is accepted). Views with different strides are
- * refused when their byte ranges intersect (a documented, conservative rule), accepted when they do not. */
+ * refused when their byte ranges intersect (a documented, conservative rule), accepted when they do not. A v_cache
+ * address that is not a multiple of the element size is refused as misaligned, whatever it overlaps.
+ *
+ * The int32 index arrays (cache_seqlens, cache_leftpad, cu_seqlens_q, cu_seqlens_knew, block_table) must not share
+ * memory with a written tensor (the backends read them again after writing has begun), nor may anything the CUDA
+ * call writes or indexes by lie in its workspace: both at random offsets against the byte ranges. */
 #include "harness.h"
+#include "internal.h" /* kv_check_workspace_disjoint: the workspace rule, which kvattn_forward applies on CUDA */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -144,10 +150,68 @@ static void expect(const kvattn_params *p, int refuse, const char *what) {
         kvt_failf("%s: expected KVATTN_OK, got %s: %s", what, kvattn_status_string(st), msg);
 }
 
+static void expect_misaligned(const kvattn_params *p, const char *name, const char *what) {
+    const int st = kvattn_validate(p, KVATTN_BACKEND_CPU);
+    const char *msg = kvattn_last_error();
+    if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, name, strlen(name)) != 0 || !strstr(msg, "element size"))
+        kvt_failf("%s: expected INVALID_ARGUMENT \"%s: ... element size ...\", got %s: %s", what, name,
+                  kvattn_status_string(st), msg);
+}
+
+/* A tensor or index array of base_params as a byte range. */
+typedef struct span {
+    const char *name;
+    uintptr_t base;
+    int64_t bytes;
+} span;
+
+/* base_params' decode step made varlen in the queries and the new tokens (so that cu_seqlens_q and cu_seqlens_knew
+ * are read), with a cache_leftpad; the index arrays at their own fake addresses. The spans of everything the call
+ * writes or indexes by into s (out, softmax_lse, k_cache, v_cache, then the five index arrays), and q's last. */
+static kvattn_params index_params(const layout *l, uintptr_t vaddr, span *s) {
+    kvattn_params p = base_params(KVATTN_F16, l, l, BASE, vaddr, 1);
+    const int64_t H = p.num_heads, D = p.head_dim;
+    p.cu_seqlens_q = (const int32_t *)(BASE * 7);
+    p.total_q = 2;
+    p.seqlen_q = 0;
+    p.q_batch_stride = p.out_batch_stride = 0;
+    p.lse_batch_stride = 0;
+    p.lse_head_stride = 2; /* [H, total_q] */
+    p.cu_seqlens_knew = (const int32_t *)(BASE * 8);
+    p.total_knew = 2;
+    p.seqlen_knew = 0;
+    p.knew_batch_stride = p.vnew_batch_stride = 0;
+    p.cache_seqlens = (const int32_t *)(BASE * 9);
+    p.cache_leftpad = (const int32_t *)(BASE * 10);
+    p.block_table = (const int32_t *)(BASE * 11);
+    const span all[] = {{"out", (uintptr_t)p.out, 2 * H * D * 2},
+                        {"softmax_lse", (uintptr_t)p.softmax_lse, H * 2 * 4},
+                        {"k_cache", BASE, span_bytes(l, 2)},
+                        {"v_cache", vaddr, span_bytes(l, 2)},
+                        {"cu_seqlens_q", (uintptr_t)p.cu_seqlens_q, 3 * 4},
+                        {"cu_seqlens_knew", (uintptr_t)p.cu_seqlens_knew, 3 * 4},
+                        {"cache_seqlens", (uintptr_t)p.cache_seqlens, 2 * 4},
+                        {"cache_leftpad", (uintptr_t)p.cache_leftpad, 2 * 4},
+                        {"block_table", (uintptr_t)p.block_table, (8 + 8) * 4},
+                        {"q", (uintptr_t)p.q, 2 * H * D * 2}};
+    memcpy(s, all, sizeof all);
+    return p;
+}
+
+/* Sets the index array named s->name of p to addr. */
+static void set_index(kvattn_params *p, const char *name, uintptr_t addr) {
+    const int32_t *a = (const int32_t *)addr;
+    if (!strcmp(name, "cu_seqlens_q")) p->cu_seqlens_q = a;
+    else if (!strcmp(name, "cu_seqlens_knew")) p->cu_seqlens_knew = a;
+    else if (!strcmp(name, "cache_seqlens")) p->cache_seqlens = a;
+    else if (!strcmp(name, "cache_leftpad")) p->cache_leftpad = a;
+    else p->block_table = a;
+}
+
 int main(void) {
     kvt_init("test_overlap");
     const int n_random = kvt_quick() ? 300 : 3000;
-    int shared = 0, disjoint = 0;
+    int shared = 0, disjoint = 0, misaligned = 0;
 
     /* k_cache and v_cache with the same layout at random offsets: the validator against the brute force */
     for (int c = 0; c < n_random; c++) {
@@ -166,19 +230,27 @@ int main(void) {
         default: shift = kvt_randint(0, 1) ? 0 : span; /* the same base, or just past the end */
         }
         const int share = brute_share(&l, &l, es, shift);
-        shared += share;
-        disjoint += !share;
+        misaligned += shift % es != 0;
+        shared += share && shift % es == 0;
+        disjoint += !share && shift % es == 0;
         kvt_case_begin("same layout, shape [%lld, %lld, %lld, %lld], strides (%lld, %lld, %lld), %s, v_cache at "
                        "k_cache %+lld bytes: %s", (long long)l.ext[0], (long long)l.ext[1], (long long)l.ext[2],
                        (long long)l.ext[3], (long long)l.str[0], (long long)l.str[1], (long long)l.str[2],
                        es == 2 ? "f16" : "f32", (long long)shift, share ? "shared" : "disjoint");
         kvattn_params p = base_params(dtype, &l, &l, BASE, BASE + (uintptr_t)shift, 1);
+        if (shift % es != 0) { /* misaligned: refused before any overlap rule, appending or not */
+            expect_misaligned(&p, "v_cache", "appending");
+            p = base_params(dtype, &l, &l, BASE, BASE + (uintptr_t)shift, 0);
+            expect_misaligned(&p, "v_cache", "read only (no k_new)");
+            kvt_case_end();
+            continue;
+        }
         expect(&p, share, "appending");
         p = base_params(dtype, &l, &l, BASE, BASE + (uintptr_t)shift, 0);
         expect(&p, 0, "read only (no k_new)"); /* caches that are only read may share anything */
         kvt_case_end();
     }
-    printf("  same-layout cases: %d sharing a byte, %d disjoint\n", shared, disjoint);
+    printf("  same-layout cases: %d sharing a byte, %d disjoint, %d misaligned\n", shared, disjoint, misaligned);
 
     /* different layouts: refused when the byte ranges intersect, accepted when they do not */
     for (int c = 0; c < n_random / 10; c++) {
@@ -197,7 +269,8 @@ int main(void) {
                        ranges ? "intersect" : "disjoint");
         if (brute_share(&a, &b, 2, shift) && !ranges) kvt_failf("test bug: a shared byte outside both ranges");
         kvattn_params p = base_params(KVATTN_F16, &a, &b, BASE, BASE + (uintptr_t)shift, 1);
-        expect(&p, ranges, "appending");
+        if (shift % 2 != 0) expect_misaligned(&p, "v_cache", "appending");
+        else expect(&p, ranges, "appending");
         kvt_case_end();
     }
 
@@ -229,6 +302,70 @@ int main(void) {
             kvt_failf("k_cache == v_cache while appending: message \"%s\" (status %s) must name both and the append",
                       kvattn_last_error(), kvattn_status_string(st));
         kvt_case_end();
+    }
+    /* index arrays against the tensors the call writes: refused when the byte ranges intersect */
+    {
+        layout l = {{4, 16, 2, 64}, {16 * 2 * 64, 2 * 64, 64, 1}};
+        const uintptr_t vaddr = BASE + (uintptr_t)span_bytes(&l, 2) + 4096;
+        span sp[10];
+        (void)index_params(&l, vaddr, sp);
+        int refused = 0, accepted = 0;
+        for (int c = 0; c < n_random / 5; c++) {
+            const span *t = &sp[kvt_randint(0, 3)], *a = &sp[kvt_randint(4, 8)];
+            const int append = kvt_randint(0, 3) != 0;
+            const int64_t off = 4 * (int64_t)kvt_randint(-(int)(a->bytes / 4) - 2, (int)(t->bytes / 4) + 2);
+            const int caches = !strcmp(t->name, "k_cache") || !strcmp(t->name, "v_cache");
+            const int refuse = off < t->bytes && -off < a->bytes && (append || !caches);
+            kvt_case_begin("%s at %s %+lld bytes (%lld and %lld bytes), %s: %s", a->name, t->name, (long long)off,
+                           (long long)a->bytes, (long long)t->bytes, append ? "appending" : "no append",
+                           refuse ? "refused" : "accepted");
+            kvattn_params p = index_params(&l, vaddr, sp);
+            if (!append) {
+                p.k_new = p.v_new = NULL;
+                p.cu_seqlens_knew = NULL;
+                if (!strcmp(a->name, "cu_seqlens_knew")) { kvt_case_end(); continue; } /* not read without k_new */
+            }
+            set_index(&p, a->name, t->base + (uintptr_t)off);
+            const int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
+            const char *msg = kvattn_last_error();
+            if (refuse) {
+                if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, a->name, strlen(a->name)) != 0 ||
+                    !strstr(msg, t->name) || !strstr(msg, "share memory"))
+                    kvt_failf("expected INVALID_ARGUMENT \"%s and %s: share memory ...\", got %s: %s", a->name, t->name,
+                              kvattn_status_string(st), msg);
+            } else if (st != KVATTN_OK)
+                kvt_failf("expected KVATTN_OK, got %s: %s", kvattn_status_string(st), msg);
+            refused += refuse;
+            accepted += !refuse;
+            kvt_case_end();
+        }
+        printf("  index-array cases: %d refused, %d accepted\n", refused, accepted);
+
+        /* the workspace (the bytes a CUDA call writes) against all of these; q is only read: not checked */
+        refused = accepted = 0;
+        for (int c = 0; c < n_random / 5; c++) {
+            const span *t = &sp[kvt_randint(0, 9)];
+            const int64_t ws_bytes = 16 * kvt_randint(1, 64);
+            const int64_t off = 16 * (int64_t)kvt_randint(-(int)(ws_bytes / 16) - 2, (int)(t->bytes / 16) + 2);
+            const int refuse = strcmp(t->name, "q") != 0 && off < t->bytes && -off < ws_bytes;
+            kvt_case_begin("workspace of %lld bytes at %s %+lld bytes: %s", (long long)ws_bytes, t->name,
+                           (long long)off, refuse ? "refused" : "accepted");
+            kvattn_params p = index_params(&l, vaddr, sp);
+            kv_clear_error();
+            const int st = kv_check_workspace_disjoint(&p, (const void *)(t->base + (uintptr_t)off), (size_t)ws_bytes);
+            const char *msg = kvattn_last_error();
+            if (refuse) {
+                if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, t->name, strlen(t->name)) != 0 ||
+                    !strstr(msg, "workspace"))
+                    kvt_failf("expected INVALID_ARGUMENT \"%s and workspace: ...\", got %s: %s", t->name,
+                              kvattn_status_string(st), msg);
+            } else if (st != KVATTN_OK)
+                kvt_failf("expected KVATTN_OK, got %s: %s", kvattn_status_string(st), msg);
+            refused += refuse;
+            accepted += !refuse;
+            kvt_case_end();
+        }
+        printf("  workspace cases: %d refused, %d accepted\n", refused, accepted);
     }
     return kvt_finish();
 }
