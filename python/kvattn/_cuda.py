@@ -27,6 +27,9 @@ def _torch():
         except ImportError:
             raise KvattnError(ERR_NOT_AVAILABLE, "the CUDA workspace and device-status helpers work on torch CUDA "
                                                  "tensors, and torch is not installed") from None
+    if not torch.cuda.is_available():
+        raise KvattnError(ERR_NOT_AVAILABLE, "the CUDA workspace and device-status helpers need a CUDA device, and "
+                                             "torch sees none")
     return torch
 
 

@@ -196,7 +196,10 @@ lib, library_path = _load()
 
 
 def _sig(name, restype, *argtypes):
-    f = getattr(lib, name)
+    try:
+        f = getattr(lib, name)
+    except AttributeError:
+        raise ImportError(f"kvattn: {library_path!r} is not a kvattn library (it has no {name})") from None
     f.restype = restype
     f.argtypes = list(argtypes)
     return f

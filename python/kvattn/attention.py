@@ -4,13 +4,14 @@
 # B sequences, H query heads, Hk key/value heads, D head dim.
 import ctypes
 import operator
+import sys
 
 from . import _cuda
 from ._arrays import (Call, need_float, need_index_vector, need_int32, need_last_contiguous, need_ndim,
                       need_same_dtype, need_writable)
 import numpy as np
 
-from ._lib import (BACKEND_CPU, ERR_BAD_DATA, INT32_MAX, INT32_MIN, KvattnArgumentError, KvattnError,
+from ._lib import (BACKEND_CPU, ERR_BAD_DATA, ERR_UNSUPPORTED, INT32_MAX, INT32_MIN, KvattnArgumentError, KvattnError,
                    KvattnTypeError, check, lib, names_errors)
 
 _DIFFERENCES = """
@@ -196,7 +197,20 @@ def _set_rotary(p, q, cos, sin, interleaved):
     p.rotary_row_stride = row_stride
 
 
+def _no_grad_scalar(name, value):
+    """A float argument given as a torch tensor that requires grad would leave the autograd graph through float():
+    refused, as tensor arguments that require grad are."""
+    torch = sys.modules.get("torch")
+    if (torch is not None and isinstance(value, torch.Tensor) and value.requires_grad
+            and torch.is_grad_enabled()):
+        raise KvattnError(ERR_UNSUPPORTED, f"{name}: requires grad, but kvattn computes the forward pass only (no "
+                                           f"backward); call it under torch.no_grad() or torch.inference_mode(), or "
+                                           f"pass {name}.detach() or a float")
+
+
 def _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, num_splits, batch_invariant):
+    _no_grad_scalar("softmax_scale", softmax_scale)
+    _no_grad_scalar("softcap", softcap)
     if alibi is not None:
         if alibi.dtype != "float32":
             raise KvattnTypeError(f"alibi_slopes: dtype {alibi.dtype} must be float32")
@@ -226,9 +240,14 @@ def _set_options(p, B, H, alibi, softmax_scale, causal, window_size, softcap, nu
     p.window_left, p.window_right = _opt_int("window_size[0]", left), _opt_int("window_size[1]", right)
     p.causal = 1 if causal else 0
     try:
-        p.softcap = float(softcap or 0.0)
+        cap = float(softcap or 0.0)
     except (TypeError, ValueError):
         raise KvattnTypeError(f"softcap: expected a float (0 = off), got {softcap!r}") from None
+    if cap != 0.0 and ctypes.c_float(cap).value == 0.0:
+        # 0 in float32 is "off": a tiny cap (which flattens every score to ~0) must not silently turn capping off
+        raise KvattnArgumentError(f"softcap: {softcap!r} is 0 in float32, which kvattn reads as off; pass 0 for off "
+                                  f"or a cap of at least ~1.4e-45")
+    p.softcap = cap
     p.num_splits = _opt_int("num_splits", num_splits or 0)
     p.batch_invariant = 1 if batch_invariant else 0
 

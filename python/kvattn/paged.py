@@ -86,7 +86,7 @@ class PagedKVCache:
             # keep using this one even when another GPU is current later)
             self.device = self.k_cache.device
         else:
-            if device not in (None, "cpu"):
+            if device is not None and str(device) != "cpu":
                 raise KvattnArgumentError(f"device: {device!r} needs a torch dtype; NumPy arrays live on the CPU")
             self.kind, self.device = "numpy", "cpu"
             np_dtype = _np_dtype(name)
@@ -105,6 +105,13 @@ class PagedKVCache:
             self.close()
         except Exception:
             pass
+
+    def _no_copy(self, *args):
+        # a copy would share the C page manager and destroy it twice (close() or garbage collection of each)
+        raise KvattnTypeError("PagedKVCache: cannot be copied or pickled (it owns a C page manager); fork() shares "
+                              "a sequence's pages within one cache")
+
+    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = _no_copy
 
     def _handle(self):
         if self._pool is None:
@@ -211,6 +218,11 @@ class PagedKVCache:
         append, so if the pool is short for the whole batch (KvattnError(KVATTN_ERR_OUT_OF_PAGES)) or a sequence
         would need more pages than the table's width W (max_pages_per_seq, or out's width), or an argument is
         wrong (KvattnArgumentError), nothing changes. out: as in tables()."""
+        for name, v in (("seq_ids", seq_ids), ("n_new", n_new)):
+            try:
+                iter(v)
+            except TypeError:
+                raise KvattnTypeError(f"{name}: expected a sequence of ints, got {v!r}") from None
         seq_ids = [_i32("seq_ids", s) for s in seq_ids]
         n_new = [_i32("n_new", n) for n in n_new]
         if out is not None and not isinstance(out, tuple):
@@ -220,6 +232,9 @@ class PagedKVCache:
         if len(set(seq_ids)) != len(seq_ids):
             raise KvattnArgumentError(f"seq_ids: a sequence appears twice in {seq_ids}")
         width, width_name = self._width(out, len(seq_ids))
+        if self.max_pages_per_seq is not None and width > self.max_pages_per_seq:
+            # a wider out takes the tables, but the cache's own cap still holds (tables() and append() enforce it)
+            width, width_name = self.max_pages_per_seq, "max_pages_per_seq"
         need = 0
         for s, n in zip(seq_ids, n_new):
             length = self.seq_len(s)
@@ -233,9 +248,10 @@ class PagedKVCache:
             pages_now = self.seq_num_pages(s)
             pages_after = self._pages_after(s, length, n)
             if width is not None and pages_after > width:
+                limit = (f"the block table has {width} columns" if width_name == "out" else
+                         f"max_pages_per_seq is {width}")
                 raise KvattnArgumentError(f"{width_name}: sequence {s} would hold {pages_after} pages after this step "
-                                          f"({length} + {n} tokens of {self.page_size}) but the block table has "
-                                          f"{width} columns")
+                                          f"({length} + {n} tokens of {self.page_size}) but {limit}")
             need += pages_after - pages_now
         if need > self.free_pages:
             raise KvattnError(ERR_OUT_OF_PAGES, f"this step needs {need} more pages but only {self.free_pages} of "
@@ -312,6 +328,11 @@ class PagedKVCache:
             if self.kind == "torch" and a.device != str(self.device):
                 raise KvattnArgumentError(f"{a.name}: is on {a.device} but the caches are on {self.device}")
             need_writable(a)  # checked here, before step() appends: a buffer that cannot take the tables fails first
+            torch = sys.modules.get("torch")
+            if (self.kind == "torch" and a.obj.is_inference() and not torch.is_inference_mode_enabled()):
+                raise KvattnArgumentError(f"{a.name}: an inference tensor (made under torch.inference_mode()), which "
+                                          f"torch lets no one update outside inference mode; call this in "
+                                          f"inference mode too, or pass a tensor made outside it")
         if bt_a.shape[1] < 1:
             raise KvattnArgumentError(f"out[0] (block_table): width {bt_a.shape[1]} must be >= 1")
         return bt_a.shape[1], "out"

@@ -465,3 +465,62 @@ def test_nothing_printed(kvattn, backend, capfd):
         c.step([c.add_seq()], [100])
     out, err = capfd.readouterr()
     assert out == "" and err == "", f"printed: {out!r} {err!r}"
+
+
+def test_requires_grad_scalars_are_refused(kvattn, backend):
+    """softmax_scale and softcap given as tensors that require grad would leave the autograd graph through float()
+    (fifty-eighth session, an audit): refused like tensor arguments; under no_grad they are taken as floats."""
+    if backend.name == "numpy":
+        pytest.skip("NumPy arrays have no autograd")
+    import torch
+
+    for name, value in (("softmax_scale", 0.25), ("softcap", 30.0)):
+        args, d = base_args(backend)
+        args[name] = torch.tensor(value, requires_grad=True)
+        run_and_expect(kvattn, backend, args, kvattn.KvattnError, [f"{name}:", "requires grad"],
+                       "KVATTN_ERR_UNSUPPORTED")
+        with torch.no_grad():
+            kvattn.flash_attn_varlen_func_with_kvcache(**args)
+
+
+def test_softcap_that_is_zero_in_float32(kvattn):
+    """A softcap that rounds to 0 in float32 (which the C library reads as off) is refused, as softmax_scale is."""
+    import harness
+
+    be = harness.NumpyBackend()
+    args, d = base_args(be)
+    args["softcap"] = 1e-46
+    run_and_expect(kvattn, be, args, ValueError, ["softcap:", "float32"], "KVATTN_ERR_INVALID_ARGUMENT")
+
+
+def test_cuda_helpers_without_a_device_say_so(kvattn):
+    """With torch but no CUDA device, the status helpers raise KVATTN_ERR_NOT_AVAILABLE, not torch's RuntimeError."""
+    torch = torch_or_skip()
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible")
+    for fn in (kvattn.device_status, kvattn.workspace):
+        with pytest.raises(kvattn.KvattnError) as info:
+            fn()
+        assert info.value.status_name == "KVATTN_ERR_NOT_AVAILABLE", str(info.value)
+
+
+def test_a_library_that_is_not_kvattn(kvattn):
+    """KVATTN_LIBRARY naming another shared library gives a clear ImportError, not an AttributeError."""
+    import os
+    import subprocess
+    import sys
+
+    other = None  # the C maths library this process has loaded (a full path, as KVATTN_LIBRARY takes)
+    try:
+        with open("/proc/self/maps") as f:
+            other = next((line.split()[-1] for line in f if "/libm.so" in line or "/libm-" in line), None)
+    except OSError:
+        pass
+    if other is None:
+        pytest.skip("no libm path to point at")
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(kvattn.__file__)))
+    env = dict(os.environ, KVATTN_LIBRARY=other,
+               PYTHONPATH=os.pathsep.join([pkg_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    code = "import kvattn"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "ImportError" in r.stderr and "not a kvattn library" in r.stderr, r.stderr

@@ -304,3 +304,66 @@ def test_generation_loop(kvattn, backend, page_size):
     for s in live:
         c.free(s)
     assert c.free_pages == c.num_pages
+
+
+def test_copy_and_pickle_are_refused(kvattn, backend):
+    """A copy would share the C page manager and destroy it twice (fifty-eighth session, an audit: use after free,
+    then an abort): copy, deepcopy and pickle raise a TypeError, and the cache keeps working."""
+    import copy
+    import pickle
+
+    c = make_cache(kvattn, backend, num_pages=4, page_size=2, Hk=1, D=8)
+    a = c.add_seq()
+    c.append(a, 3)
+    for fn in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="PagedKVCache"):
+            fn(c)
+    assert c.seq_len(a) == 3 and c.used_pages == 2
+
+
+def test_wide_out_keeps_max_pages_per_seq(kvattn, backend):
+    """out wider than max_pages_per_seq takes the tables, but a step past the cache's own cap is refused and changes
+    nothing (it used to pass, leaving a sequence that tables() could not fill)."""
+    c = make_cache(kvattn, backend, num_pages=16, page_size=4, Hk=1, D=8, max_pages_per_seq=2)
+    a = c.add_seq()
+    bt_buf, sl_buf = backend.index(np.zeros((1, 8))), backend.index(np.zeros(1))
+    with pytest.raises(ValueError, match="max_pages_per_seq"):
+        c.step([a], [12], out=(bt_buf, sl_buf))  # 3 pages
+    assert (c.seq_len(a), c.free_pages) == (0, 16)
+    bt, sl = c.step([a], [8], out=(bt_buf, sl_buf))  # 2 pages: fits both
+    assert [int(x) for x in backend.to64(bt)[0][2:]] == [-1] * 6
+
+
+def test_step_with_inference_tensors_outside_inference_mode(kvattn, backend):
+    """out buffers made under torch.inference_mode() cannot be updated outside it: refused before the step appends."""
+    if backend.name == "numpy":
+        pytest.skip("NumPy arrays have no inference mode")
+    torch = backend.torch
+    c = make_cache(kvattn, backend, num_pages=8, page_size=2, Hk=1, D=8)
+    a = c.add_seq()
+    with torch.inference_mode():
+        bt_buf = torch.zeros((1, 4), dtype=torch.int32, device=backend.device)
+        sl_buf = torch.zeros(1, dtype=torch.int32, device=backend.device)
+    assert bt_buf.is_inference()
+    with pytest.raises(ValueError, match="inference"):
+        c.step([a], [3], out=(bt_buf, sl_buf))
+    assert (c.seq_len(a), c.free_pages) == (0, 8)
+    with torch.inference_mode():
+        c.step([a], [3], out=(bt_buf, sl_buf))
+    assert c.seq_len(a) == 3
+
+
+def test_step_scalars_are_a_type_error(kvattn, backend):
+    c = make_cache(kvattn, backend, num_pages=8, page_size=2, Hk=1, D=8)
+    a = c.add_seq()
+    with pytest.raises(kvattn.KvattnTypeError, match="seq_ids"):
+        c.step(a, 5)
+    assert c.seq_len(a) == 0
+
+
+def test_numpy_cache_with_a_torch_cpu_device(kvattn):
+    torch = pytest.importorskip("torch")
+    c = kvattn.PagedKVCache(4, 2, 1, 8, np.float16, device=torch.device("cpu"))
+    assert c.kind == "numpy" and isinstance(c.k_cache, np.ndarray)
+    with pytest.raises(ValueError, match="device"):
+        kvattn.PagedKVCache(4, 2, 1, 8, np.float16, device=torch.device("meta"))
