@@ -5,12 +5,13 @@
 # no kernel changed. This call runs the GPU tests that exercise those checks, on the tree's library:
 # dev/bin/s58/t = the tree built with `make BUILD=dev/bin/s58/build CPU_ARCH=-march=x86-64-v2 -j2 lib` and
 # `bash dev/relink.sh dev/bin/s58/build dev/bin/s58/t` (~3 minutes here). Carry ["dev/bin/s58/t"] (~39 MiB; with the
-# tree ~49 MiB, under the 64 MiB limit). About 3 minutes with a warm machine; no memcheck needed (no kernel change),
+# tree ~49 MiB, under the 64 MiB limit). About 5 minutes with a warm machine (the Python suite took ~2 of the fifty-sixth session's call); no memcheck needed (no kernel change),
 # but test_bad_input under memcheck is cheap and is run last while time is left.
 #   test_bad_input: its CUDA cases, with the new "cuda index array or out inside the workspace" (refused before any
 #     launch) and the index-array / misalignment argument cases on the CUDA backend;
 #   test_default_strides, test_cuda_bad_data, test_fuzz_bad_data, test_inflight, test_cuda_graph (quick): valid calls
 #     on the GPU must still be accepted by the stricter validation;
+#   the Python suite (torch CUDA): the package's fixes of this session (python/kvattn/*.py, tests/python);
 #   decode_step and the demo: the README's two user paths.
 T=dev/bin/s58/t
 L=$OUT/logs; mkdir -p $L
@@ -23,6 +24,9 @@ for b in test_bad_input test_default_strides test_cuda_bad_data test_fuzz_bad_da
   echo "$b rc=$? $(grep -E "passed, [0-9]+ failed" $L/$b.log | tail -1)"
   grep -m3 FAIL $L/$b.log
 done
+pack
+st python; KVATTN_LIBRARY=$PWD/$T/libkvattn.so timeout 240 bash tests/run_python.sh > $L/py.log 2>&1
+echo "python rc=$? $(tail -1 $L/py.log)"; grep -m5 FAILED $L/py.log
 pack
 st decode_step; timeout 60 $T/decode_step > $L/decode_step.log 2>&1; echo "decode_step rc=$? $(tail -1 $L/decode_step.log)"
 st demo; timeout 120 $T/demo --requests 256 > $L/demo.log 2>&1; echo "demo rc=$? $(grep -i checked $L/demo.log | tail -1)"
