@@ -5,7 +5,7 @@
 # no kernel changed. This call runs the GPU tests that exercise those checks, on the tree's library:
 # dev/bin/s58/t = the tree built with `make BUILD=dev/bin/s58/build CPU_ARCH=-march=x86-64-v2 -j2 lib` and
 # `bash dev/relink.sh dev/bin/s58/build dev/bin/s58/t` (~3 minutes here). Carry ["dev/bin/s58/t"] (~39 MiB; with the
-# tree ~49 MiB, under the 64 MiB limit). About 5 minutes with a warm machine (the Python suite took ~2 of the fifty-sixth session's call); no memcheck needed (no kernel change),
+# tree ~49 MiB, under the 64 MiB limit). About 5 minutes with a warm machine (an estimate, not timed); no memcheck needed (no kernel change),
 # but test_bad_input under memcheck is cheap and is run last while time is left.
 #   test_bad_input: its CUDA cases, with the new "cuda index array or out inside the workspace" (refused before any
 #     launch) and the index-array / misalignment argument cases on the CUDA backend;
