@@ -216,7 +216,7 @@ class PagedKVCache:
         cache_seqlens int32 [B]) for this step, cache_seqlens being the lengths before the step (the new tokens
         are pending: the attention call writes them). All or nothing: every check is made before the first
         append, so if the pool is short for the whole batch (KvattnError(KVATTN_ERR_OUT_OF_PAGES)) or a sequence
-        would need more pages than the table's width W (max_pages_per_seq, or out's width), or an argument is
+        would need more pages than the table's width W (out's width, capped at max_pages_per_seq), or an argument is
         wrong (KvattnArgumentError), nothing changes. out: as in tables()."""
         for name, v in (("seq_ids", seq_ids), ("n_new", n_new)):
             try:
