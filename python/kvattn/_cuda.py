@@ -27,6 +27,13 @@ def _torch():
         except ImportError:
             raise KvattnError(ERR_NOT_AVAILABLE, "the CUDA workspace and device-status helpers work on torch CUDA "
                                                  "tensors, and torch is not installed") from None
+    return torch
+
+
+def _torch_cuda():
+    """torch, for the public helpers (workspace, status), which need a CUDA device: KVATTN_ERR_NOT_AVAILABLE when
+    torch sees none, rather than torch's own error (launch() is only reached with CUDA tensors, so it skips this)."""
+    torch = _torch()
     if not torch.cuda.is_available():
         raise KvattnError(ERR_NOT_AVAILABLE, "the CUDA workspace and device-status helpers need a CUDA device, and "
                                              "torch sees none")
@@ -81,7 +88,7 @@ def reserve_workspace(nbytes, device=None, stream=None, graph=False):
     workspace, which every call captured in a CUDA graph uses. A capture that finds the graph workspace too
     small allocates a larger one from the graph's private memory pool; reserving it first keeps that memory out
     of the pool. Returns the workspace tensor (torch.uint8, 1-D)."""
-    torch = _torch()
+    torch = _torch_cuda()
     index = _device_index(device)
     with torch.cuda.device(index):
         return _workspace(torch, index, _stream(torch, index, stream), int(nbytes), bool(graph))
@@ -91,7 +98,7 @@ def reserve_workspace(nbytes, device=None, stream=None, graph=False):
 def workspace(device=None, stream=None, graph=False):
     """The workspace tensor (torch.uint8) of `stream` (default: the current stream) of `device`, or with
     graph=True the device's graph workspace; None before the first call that used it."""
-    torch = _torch()
+    torch = _torch_cuda()
     index = _device_index(device)
     if graph:
         return _graph_ws.get(index)
@@ -167,7 +174,7 @@ def device_status(device=None, workspace=None, stream=None, graph=False):
     still synchronizing `stream`: pass the stream the graph was replayed on). workspace: read this workspace
     tensor's record instead (e.g. one that `kvattn.workspace(graph=True)` returned right after a capture, if the
     graph workspace grew since). Returns a DeviceStatus."""
-    torch = _torch()
+    torch = _torch_cuda()
     index = _device_index(device)
     rec = DeviceStatusRecord()
     with torch.cuda.device(index):
@@ -186,7 +193,7 @@ def device_status_tensor(device=None, workspace=None, stream=None, graph=False):
     workspace=. Every later call that uses that workspace overwrites it (stream-ordered), so copy it (e.g.
     ``.clone()`` or ``.to('cpu', non_blocking=True)`` into pinned memory) right after the call you want to
     check. A view taken before the workspace grew keeps pointing at the old one: take it after the call."""
-    torch = _torch()
+    torch = _torch_cuda()
     index = _device_index(device)
     with torch.cuda.device(index):
         ws = _status_workspace(torch, index, workspace, _stream(torch, index, stream), graph)
