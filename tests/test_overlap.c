@@ -198,6 +198,18 @@ static kvattn_params index_params(const layout *l, uintptr_t vaddr, span *s) {
     return p;
 }
 
+/* A refusal must be INVALID_ARGUMENT with the message "<first> and <second>: share memory ...". */
+static void expect_verdict(int st, int refuse, const char *first, const char *second) {
+    const char *msg = kvattn_last_error();
+    char want[96];
+    snprintf(want, sizeof want, "%s and %s: share memory", first, second);
+    if (refuse) {
+        if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, want, strlen(want)) != 0)
+            kvt_failf("expected INVALID_ARGUMENT \"%s ...\", got %s: %s", want, kvattn_status_string(st), msg);
+    } else if (st != KVATTN_OK)
+        kvt_failf("expected KVATTN_OK, got %s: %s", kvattn_status_string(st), msg);
+}
+
 /* Sets the index array named s->name of p to addr. */
 static void set_index(kvattn_params *p, const char *name, uintptr_t addr) {
     const int32_t *a = (const int32_t *)addr;
@@ -326,15 +338,7 @@ int main(void) {
                 if (!strcmp(a->name, "cu_seqlens_knew")) { kvt_case_end(); continue; } /* not read without k_new */
             }
             set_index(&p, a->name, t->base + (uintptr_t)off);
-            const int st = kvattn_validate(&p, KVATTN_BACKEND_CPU);
-            const char *msg = kvattn_last_error();
-            if (refuse) {
-                if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, a->name, strlen(a->name)) != 0 ||
-                    !strstr(msg, t->name) || !strstr(msg, "share memory"))
-                    kvt_failf("expected INVALID_ARGUMENT \"%s and %s: share memory ...\", got %s: %s", a->name, t->name,
-                              kvattn_status_string(st), msg);
-            } else if (st != KVATTN_OK)
-                kvt_failf("expected KVATTN_OK, got %s: %s", kvattn_status_string(st), msg);
+            expect_verdict(kvattn_validate(&p, KVATTN_BACKEND_CPU), refuse, a->name, t->name);
             refused += refuse;
             accepted += !refuse;
             kvt_case_end();
@@ -352,15 +356,8 @@ int main(void) {
                            (long long)off, refuse ? "refused" : "accepted");
             kvattn_params p = index_params(&l, vaddr, sp);
             kv_clear_error();
-            const int st = kv_check_workspace_disjoint(&p, (const void *)(t->base + (uintptr_t)off), (size_t)ws_bytes);
-            const char *msg = kvattn_last_error();
-            if (refuse) {
-                if (st != KVATTN_ERR_INVALID_ARGUMENT || strncmp(msg, t->name, strlen(t->name)) != 0 ||
-                    !strstr(msg, "workspace"))
-                    kvt_failf("expected INVALID_ARGUMENT \"%s and workspace: ...\", got %s: %s", t->name,
-                              kvattn_status_string(st), msg);
-            } else if (st != KVATTN_OK)
-                kvt_failf("expected KVATTN_OK, got %s: %s", kvattn_status_string(st), msg);
+            expect_verdict(kv_check_workspace_disjoint(&p, (const void *)(t->base + (uintptr_t)off), (size_t)ws_bytes),
+                           refuse, t->name, "workspace");
             refused += refuse;
             accepted += !refuse;
             kvt_case_end();
