@@ -70,8 +70,9 @@ KVATTN_API int kvattn_backend_available(int backend);
  * tensor is contiguous. Every pointer is a multiple of its element size (2 bytes for fp16/bf16, 4 for fp32 and the
  * int32 arrays; else KVATTN_ERR_INVALID_ARGUMENT naming it). The int32 index arrays (cu_seqlens_q, cu_seqlens_knew,
  * cache_seqlens, cache_leftpad, cache_batch_idx, block_table) must not share memory with a tensor the call writes
- * (out, softmax_lse, the caches when appending) nor, on CUDA, with the workspace: refused, naming both. Fill it with kvattn_params_default() and then set the fields you use: its strides are
- * KVATTN_STRIDE_PACKED, so a tensor laid out packed in the documented shape needs no stride set at all.
+ * (out, softmax_lse, the caches when appending) nor, on CUDA, with the workspace: refused, naming both.
+ * Fill it with kvattn_params_default() and then set the fields you use: its strides are KVATTN_STRIDE_PACKED, so a
+ * tensor laid out packed in the documented shape needs no stride set at all.
  *
  * A stride equal to KVATTN_STRIDE_PACKED takes the value that packs the documented shape (each field on its
  * own, from the sizes, whatever the other strides of the tensor are):

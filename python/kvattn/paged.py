@@ -106,12 +106,11 @@ class PagedKVCache:
         except Exception:
             pass
 
-    def _no_copy(self, *args):
-        # a copy would share the C page manager and destroy it twice (close() or garbage collection of each)
+    def __reduce_ex__(self, protocol):
+        # copy.copy, copy.deepcopy and pickle all come here: a copy would share the C page manager and destroy it
+        # twice (close() or garbage collection of each)
         raise KvattnTypeError("PagedKVCache: cannot be copied or pickled (it owns a C page manager); fork() shares "
                               "a sequence's pages within one cache")
-
-    __copy__ = __deepcopy__ = __reduce_ex__ = __reduce__ = _no_copy
 
     def _handle(self):
         if self._pool is None:
