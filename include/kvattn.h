@@ -198,8 +198,9 @@ KVATTN_API kvattn_params kvattn_params_default(void);
 KVATTN_API int kvattn_validate(const kvattn_params *p, int backend);
 
 /* Writes to *bytes the workspace kvattn_forward needs for these params on this backend (0 on the CPU).
- * The size depends only on the arguments and the current device (its SM count), never on data, so one allocation
- * serves a CUDA graph replayed with new lengths and block tables; query it on the device that will run the call.
+ * The size depends only on the arguments and the current device (its SM count and compute capability), never on
+ * data, so one allocation serves a CUDA graph replayed with new lengths and block tables; query it on the device
+ * that will run the call.
  * Returns KVATTN_OK or the status of kvattn_validate. */
 KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes);
 
@@ -240,7 +241,7 @@ KVATTN_API size_t kvattn_device_status_offset(void);
 /* Copies the status record of `workspace` (device memory) to *out, waiting for `stream` to reach it:
  * this synchronizes the stream, which is the caller's choice. Returns KVATTN_OK, KVATTN_ERR_INVALID_ARGUMENT
  * for a stream being captured into a CUDA graph (read it after the graph's launch), KVATTN_ERR_NOT_AVAILABLE in
- * a library built without CUDA, or KVATTN_ERR_CUDA. */
+ * a library built without CUDA or when no usable CUDA device is found, or KVATTN_ERR_CUDA. */
 KVATTN_API int kvattn_device_status_read(const void *workspace, void *stream, kvattn_device_status *out);
 
 /* ---- page manager for inflight batching (host-side bookkeeping only; it never touches cache data) -------

@@ -18,6 +18,22 @@ static const int NQ0[B0] = {1, 3, 2}, NNEW0[B0] = {1, 1, 2}, S0[B0] = {20, 5, 40
 
 /* A valid call: varlen, k_new, rotary, leftpad, ALiBi; paged (page 16, shuffled pool) or contiguous with
  * cache_batch_idx. Host data only (uploaded by the caller after the mutation). */
+/* A paged varlen call of B sequences and total_q query rows (H / Hk / D, bf16, causal, capacity max_pages x page)
+ * at fake, aligned, well-separated addresses (2^52 apart): for kvattn_validate and kvattn_workspace_size only,
+ * which read no data. */
+static kvattn_params kvt_fake_paged_call(int B, int total_q, int H, int Hk, int D, int page, int max_pages) {
+    kvattn_params p = kvattn_params_default();
+#define FAKE(i) ((void *)(uintptr_t)((uint64_t)((i) + 1) << 52))
+    p.dtype = KVATTN_BF16; p.batch = B; p.num_heads = H; p.num_kv_heads = Hk; p.head_dim = D;
+    p.q = FAKE(0); p.cu_seqlens_q = (const int32_t *)FAKE(1); p.total_q = total_q;
+    p.k_cache = FAKE(2); p.v_cache = FAKE(3);
+    p.block_table = (const int32_t *)FAKE(4); p.max_pages_per_seq = max_pages; p.page_size = page;
+    p.num_pages = 1 << 20; p.cache_seqlens = (const int32_t *)FAKE(5);
+    p.out = FAKE(6); p.causal = 1;
+#undef FAKE
+    return p;
+}
+
 static void build_base(kvt_problem *P, int backend, int paged, int dt) {
     kvt_problem_init(P, backend, dt, B0, H0, HK0, D0);
     kvattn_params *p = &P->ph;
@@ -710,6 +726,56 @@ int main(void) {
         if (st != KVATTN_OK) kvt_failf("validate: %s (%s)", kvattn_status_string(st), kvattn_last_error());
     }
     kvt_case_end();
+    /* kvattn_workspace_size on the CUDA backend reads no data and needs no device (a stand-in without one), so these
+     * run on every CUDA build. Fake, aligned, well-separated addresses: nothing is dereferenced. */
+    kvt_case_begin("cuda workspace_size: num_splits INT32_MAX, the batch-invariant bound, sizes that would wrap");
+    {
+        size_t probe = 0;
+        kvattn_params p0 = kvattn_params_default();
+        p0.num_heads = p0.num_kv_heads = p0.head_dim = 8; /* B = 0 */
+        if (kvattn_workspace_size(&p0, KVATTN_BACKEND_CUDA, &probe) == KVATTN_ERR_NOT_AVAILABLE) {
+            kvt_case_skip("a library built without CUDA");
+        } else {
+            size_t ws[5];
+            int st;
+            /* 8 decodes over paged caches of 8192 x 16 slots, batch-invariant: num_splits 0 (auto) and any cap at or
+             * past the number of 2048-key blocks plan the same pieces, so the same workspace; INT32_MAX is a valid
+             * cap ("at most n KV splits") */
+            const int caps[5] = {0, 65, 1 << 20, INT32_MAX - 1, INT32_MAX};
+            for (int i = 0; i < 5; i++) {
+                kvattn_params p = kvt_fake_paged_call(8, 8, 32, 8, 128, 16, 8192);
+                p.batch_invariant = 1;
+                p.num_splits = caps[i];
+                st = kvattn_workspace_size(&p, KVATTN_BACKEND_CUDA, &ws[i]);
+                if (st != KVATTN_OK) kvt_failf("num_splits %d: %s (%s)", caps[i], kvattn_status_string(st), kvattn_last_error());
+                else if (ws[i] != ws[0] || ws[i] > ((size_t)1 << 30))
+                    kvt_failf("batch-invariant, num_splits %d: %zu bytes, num_splits 0: %zu (want the same, < 1 GiB)",
+                              caps[i], ws[i], ws[0]);
+            }
+            /* batch-invariant mode splits only sequences of at most 64 packed rows: 256 sequences, 8192 queries (G 4),
+             * capacity 131072 reserve partial rows for 8 heads x 65 pieces x 64 x 256 rows (~4.4 GB at head dim
+             * 128), not for 128 rows per sequence (8.9 GB before the fifty-ninth session) */
+            kvattn_params p = kvt_fake_paged_call(256, 8192, 32, 8, 128, 16, 8192);
+            p.batch_invariant = 1;
+            st = kvattn_workspace_size(&p, KVATTN_BACKEND_CUDA, &ws[0]);
+            if (st != KVATTN_OK || ws[0] > (size_t)5000000000u || ws[0] < (size_t)4000000000u)
+                kvt_failf("batch-invariant, 256 sequences, 8192 queries: %s, %zu bytes (want 4 - 5 GB)",
+                          kvattn_status_string(st), ws[0]);
+            /* absurd but valid sizes (out alone ~140 TB): one query row per head, 9344 heads, capacity 2^31 - 65536.
+             * The partial-row bound rows x heads x pieces passes 2^63 near total_q = 941391424; the size must not
+             * wrap below that of the call with half the rows. */
+            kvattn_params big = kvt_fake_paged_call(1, 941391424, 9344, 9344, 8, 1024, 2097087);
+            kvattn_params half = big;
+            half.total_q /= 2;
+            st = kvattn_workspace_size(&big, KVATTN_BACKEND_CUDA, &ws[0]);
+            int st2 = kvattn_workspace_size(&half, KVATTN_BACKEND_CUDA, &ws[1]);
+            if (st != KVATTN_OK || st2 != KVATTN_OK)
+                kvt_failf("huge call: %s / %s (%s)", kvattn_status_string(st), kvattn_status_string(st2), kvattn_last_error());
+            else if (ws[0] < ws[1])
+                kvt_failf("huge call: %zu bytes, smaller than the %zu of the call with half its rows (wrapped)", ws[0], ws[1]);
+        }
+    }
+    kvt_case_end();
     /* kvattn.h's promises outside one call: backend numbers, the workspace size's output, the defaults */
     kvt_case_begin("backend numbers, workspace_size outputs, kvattn_params_default");
     {
@@ -745,6 +811,13 @@ int main(void) {
         st = kvattn_device_status_read(fake_ws, NULL, NULL);
         if (st != KVATTN_ERR_INVALID_ARGUMENT || !strstr(kvattn_last_error(), "out"))
             kvt_failf("device_status_read(out NULL): %s (%s)", kvattn_status_string(st), kvattn_last_error());
+        /* no usable device (or no CUDA in the build): KVATTN_ERR_NOT_AVAILABLE, as kvattn_forward says */
+        if (!kvattn_backend_available(KVATTN_BACKEND_CUDA)) {
+            st = kvattn_device_status_read(fake_ws, NULL, &dst);
+            if (st != KVATTN_ERR_NOT_AVAILABLE)
+                kvt_failf("device_status_read without a device: %s (%s), want KVATTN_ERR_NOT_AVAILABLE",
+                          kvattn_status_string(st), kvattn_last_error());
+        }
         /* "every pointer NULL, every size 0, every stride KVATTN_STRIDE_PACKED, window -1/-1, rotary_interleaved 1,
          * softmax_scale 0, dtype fp16" (all 24 strides: test_default_strides) */
         kvattn_params d = kvattn_params_default();

@@ -40,8 +40,10 @@ typedef struct shape {
     int nq[4], nn[4], S[4]; /* per sequence: queries, new tokens (varlen), cached tokens */
 } shape;
 
-/* Builds the call into P from the current random state. explicit_strides: every stride written out (the packed
- * values), else none (left at kvattn_params_default()'s KVATTN_STRIDE_PACKED). */
+/* Builds the call into P from the current random state. explicit_strides: 1, every stride written out (the packed
+ * values); 2 (varlen only), the same but the strides kvattn.h calls unused in varlen mode (the batch strides of q,
+ * out, k_new, v_new and lse) set to odd junk, which must change nothing (on CUDA, not even the kernel that runs);
+ * 0, none (left at kvattn_params_default()'s KVATTN_STRIDE_PACKED). */
 static void build(kvt_problem *P, const shape *s, int explicit_strides) {
     const int B = s->B, H = s->H, Hk = s->Hk, D = s->D, dt = s->dtype, es = kvref_dtype_size(dt);
     kvt_problem_init(P, s->backend, dt, B, H, Hk, D);
@@ -153,6 +155,15 @@ static void build(kvt_problem *P, const shape *s, int explicit_strides) {
     p->lse_row_stride = 1;
     p->lse_head_stride = s->varlen ? total_q : Sq;
     p->lse_batch_stride = s->varlen ? 0 : (int64_t)H * Sq;
+    if (explicit_strides == 2) {
+        p->q_batch_stride = 2 * kvt_randint(0, 1000) + 1;
+        p->out_batch_stride = 2 * kvt_randint(0, 1000) + 1;
+        p->lse_batch_stride = 2 * kvt_randint(0, 1000) + 1;
+        if (s->append) {
+            p->knew_batch_stride = 2 * kvt_randint(0, 1000) + 1;
+            p->vnew_batch_stride = 2 * kvt_randint(0, 1000) + 1;
+        }
+    }
 }
 
 /* Downloads what the backend wrote: out, lse and both caches, one buffer. */
@@ -178,10 +189,11 @@ static void twin_case(const shape *s) {
                    s->B, s->H, s->Hk, s->D, s->append ? ", appending" : "",
                    s->rotary ? (s->rotary == 1 ? ", rotary D" : ", rotary D/2") : "", s->alibi ? ", ALiBi [H]" : "");
     const uint64_t seed = kvt_rng_get();
-    unsigned char *got[2] = {NULL, NULL};
-    size_t bytes[2] = {0, 0};
+    unsigned char *got[3] = {NULL, NULL, NULL};
+    size_t bytes[3] = {0, 0, 0};
     int skipped = 0;
-    for (int e = 0; e < 2 && !skipped; e++) {
+    const int runs = s->varlen ? 3 : 2;
+    for (int e = 0; e < runs && !skipped; e++) {
         kvt_rng_set(seed);
         kvt_problem P;
         build(&P, s, e);
@@ -203,9 +215,12 @@ static void twin_case(const shape *s) {
     } else if (got[0] && got[1]) {
         if (bytes[0] != bytes[1] || memcmp(got[0], got[1], bytes[0]) != 0)
             kvt_failf("the call with unset strides and the one with the packed strides written out differ");
+        if (runs == 3 && got[2] && (bytes[0] != bytes[2] || memcmp(got[0], got[2], bytes[0]) != 0))
+            kvt_failf("varlen: odd values in the unused batch strides (q, out, lse, k_new, v_new) changed the results");
     }
     free(got[0]);
     free(got[1]);
+    free(got[2]);
     if (!skipped) kvt_case_end();
 }
 

@@ -35,6 +35,12 @@ typedef struct attn_plan {
 #define KV_SCHED_APPEND_UNITS 1024
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/* a * b for counts >= 0, saturated at INT64_MAX: the workspace bounds below are capped after these products, so a
+ * product of absurd but valid sizes must not wrap to a small (or negative) count first */
+static int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 /* THE variant table: padded head dim and pipeline depth for a head dim (STYLE rule 7). */
 static int attn_variant(int head_dim, int *dp, int *stages) {
@@ -115,16 +121,22 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     if (pl->smem_dec > pl->smem) pl->smem = pl->smem_dec;
     const int64_t rows_q = p->cu_seqlens_q ? (int64_t)p->total_q : B * (int64_t)p->seqlen_q;
     const int64_t C = p->block_table ? (int64_t)p->max_pages_per_seq * p->page_size : (int64_t)p->cache_capacity;
-    const int64_t tiles_max = cdiv(rows_q * G, KV_DECODE_ROWS) + B; /* any tile height >= 16 */
+    const int64_t tiles_max = cdiv(sat_mul(rows_q, G), KV_DECODE_ROWS) + B; /* any tile height >= 16 */
     pl->prefill_rows = pl->sm90 ? KV_SM90_ROWS : KV_PREFILL_ROWS;
     const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
     int64_t extra_items = 0, part_rows = 0;
     if (p->num_splits != 1 && p->batch_invariant) {
         int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
-        if (p->num_splits > 1 && pinv > p->num_splits + 1) pinv = p->num_splits + 1;
-        extra_items = Hk * B * pinv;
-        const int64_t rows = rows_q * G < KV_MAX_TILE_ROWS * B ? rows_q * G : KV_MAX_TILE_ROWS * B;
-        part_rows = Hk * pinv * rows;
+        /* 64-bit: num_splits = INT32_MAX (no cap) is valid */
+        if (p->num_splits > 1 && pinv > (int64_t)p->num_splits + 1) pinv = (int64_t)p->num_splits + 1;
+        extra_items = sat_mul(sat_mul(Hk, B), pinv);
+        /* kv_sched_split splits, in this mode, only sequences of at most KV_PREFILL_ROWS packed rows (all of a
+         * sequence's rows, whatever the variant's tile), so the split rows are at most KV_PREFILL_ROWS per sequence
+         * and rows_q * G in all; each piece of such a sequence writes its rows once per KV head. The scheduler
+         * checks the bound again at run time (a plan past it is not split: never written out of bounds). */
+        const int64_t rows_all = sat_mul(rows_q, G);
+        const int64_t rows = rows_all < KV_PREFILL_ROWS * B ? rows_all : KV_PREFILL_ROWS * B;
+        part_rows = sat_mul(sat_mul(Hk, pinv), rows);
     } else if (p->num_splits != 1) {
         int64_t pmax = cdiv(C, KV_BN * KV_MIN_CHUNK_TILES) + 1;
         if (p->num_splits > 1 && pmax > p->num_splits) pmax = p->num_splits;
@@ -135,9 +147,11 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
         extra_items *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
 #endif
         part_rows = extra_items * KV_MAX_TILE_ROWS;
-        if (rows_q * H * pmax < part_rows) part_rows = rows_q * H * pmax;
+        const int64_t rows_all = sat_mul(sat_mul(rows_q, H), pmax);
+        if (rows_all < part_rows) part_rows = rows_all;
     }
-    pl->max_items = Hk * tiles_max + extra_items;
+    pl->max_items = sat_mul(Hk, tiles_max);
+    pl->max_items = pl->max_items > INT64_MAX - extra_items ? INT64_MAX : pl->max_items + extra_items;
     if (pl->max_items > 0x7fffffff) pl->max_items = 0x7fffffff;
     pl->max_combine = part_rows > 0 ? pl->max_items : 0;
     pl->max_part_rows = part_rows > 0x7fffffff ? 0x7fffffff : part_rows;
@@ -168,12 +182,14 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     pl->bytes = off;
 }
 
-/* The fast kernels load 16-byte chunks of q and the caches and store element pairs of out. */
+/* The fast kernels load 16-byte chunks of q and the caches and store element pairs of out. A varlen call's q and
+ * out batch strides are unused (kvattn.h; kv_row_offset never reads them), so any value there keeps the fast path. */
 static int attn_fast_layout_ok(const kvattn_params *p) {
     const uintptr_t mis = ((uintptr_t)p->q | (uintptr_t)p->k_cache | (uintptr_t)p->v_cache) & 15;
-    const int64_t s8 = p->q_batch_stride | p->q_row_stride | p->q_head_stride | p->k_batch_stride |
+    const int varlen = p->cu_seqlens_q != NULL;
+    const int64_t s8 = (varlen ? 0 : p->q_batch_stride) | p->q_row_stride | p->q_head_stride | p->k_batch_stride |
                        p->k_row_stride | p->k_head_stride | p->v_batch_stride | p->v_row_stride | p->v_head_stride;
-    const int64_t s2 = p->out_batch_stride | p->out_row_stride | p->out_head_stride;
+    const int64_t s2 = (varlen ? 0 : p->out_batch_stride) | p->out_row_stride | p->out_head_stride;
     return mis == 0 && ((uintptr_t)p->out & 3) == 0 && (s8 & 7) == 0 && (s2 & 1) == 0;
 }
 
