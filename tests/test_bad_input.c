@@ -216,6 +216,21 @@ static const arg_case ARG_CASES[] = {
     {"softmax_lse misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
     {"cu_seqlens_q misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cu_seqlens_q", NULL, -1},
     {"rotary_cos (fp32) misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "rotary_cos", NULL, -1},
+    /* kvattn.h: "Every pointer is a multiple of its element size": each of the others too (a validation that forgot
+     * one would let the CUDA kernels fault on it), and ALiBi's [B, H] rows one slope short of H */
+    {"k_new misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "k_new", NULL, -1},
+    {"v_new misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "v_new", NULL, -1},
+    {"out misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"k_cache misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"v_cache misaligned by one byte", KVATTN_ERR_INVALID_ARGUMENT, "v_cache", NULL, -1},
+    {"cu_seqlens_knew misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cu_seqlens_knew", NULL, -1},
+    {"cache_seqlens misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens", NULL, -1},
+    {"cache_leftpad misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cache_leftpad", NULL, -1},
+    {"cache_batch_idx misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch_idx", NULL, 0},
+    {"block_table misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
+    {"rotary_sin (fp32) misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "rotary_sin", NULL, -1},
+    {"alibi_slopes misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "alibi_slopes", NULL, -1},
+    {"alibi_batch_stride H - 1 ([B, H] rows overlap)", KVATTN_ERR_INVALID_ARGUMENT, "alibi", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
 
@@ -309,6 +324,19 @@ static void mutate_args(int id, kvattn_params *d) {
     case 80: d->softmax_lse = (float *)((char *)d->softmax_lse + 2); break;
     case 81: d->cu_seqlens_q = (const int32_t *)((const char *)d->cu_seqlens_q + 2); break;
     case 82: d->rotary_cos = (const char *)d->rotary_cos + 2; break;
+    case 83: d->k_new = (const char *)d->k_new + 1; break;
+    case 84: d->v_new = (const char *)d->v_new + 1; break;
+    case 85: d->out = (char *)d->out + 1; break;
+    case 86: d->k_cache = (char *)d->k_cache + 1; break;
+    case 87: d->v_cache = (char *)d->v_cache + 1; break;
+    case 88: d->cu_seqlens_knew = (const int32_t *)((const char *)d->cu_seqlens_knew + 2); break;
+    case 89: d->cache_seqlens = (const int32_t *)((const char *)d->cache_seqlens + 2); break;
+    case 90: d->cache_leftpad = (const int32_t *)((const char *)d->cache_leftpad + 2); break;
+    case 91: d->cache_batch_idx = (const int32_t *)((const char *)d->cache_batch_idx + 2); break;
+    case 92: d->block_table = (const int32_t *)((const char *)d->block_table + 2); break;
+    case 93: d->rotary_sin = (const char *)d->rotary_sin + 2; break;
+    case 94: d->alibi_slopes = (const float *)((const char *)d->alibi_slopes + 2); break;
+    case 95: d->alibi_batch_stride = H0 - 1; break;
     }
 }
 

@@ -345,6 +345,23 @@ int main(void) {
         }
         printf("  index-array cases: %d refused, %d accepted\n", refused, accepted);
 
+        /* the edges, each pair: only the index array's last element on the tensor's first, or its first element on the
+         * tensor's last (refused), and each array just before or just after the tensor (accepted). The random offsets
+         * above hit these edges only by chance: a check that took cu_seqlens_q as B entries instead of B + 1 passed one
+         * quick run of them and failed 8 of 9 full runs. */
+        for (int ti = 0; ti < 4; ti++)
+            for (int ai = 4; ai < 9; ai++) {
+                const span *t = &sp[ti], *a = &sp[ai];
+                const int64_t offs[4] = {-(a->bytes - 4), t->bytes - 4, -a->bytes, t->bytes};
+                kvt_case_begin("%s against %s at their edges (appending)", a->name, t->name);
+                for (int k = 0; k < 4; k++) {
+                    kvattn_params p = index_params(&l, vaddr, sp);
+                    set_index(&p, a->name, t->base + (uintptr_t)offs[k]);
+                    expect_verdict(kvattn_validate(&p, KVATTN_BACKEND_CPU), k < 2, a->name, t->name);
+                }
+                kvt_case_end();
+            }
+
         /* the workspace (the bytes a CUDA call writes) against all of these; q is only read: not checked */
         refused = accepted = 0;
         for (int c = 0; c < n_random / 5; c++) {

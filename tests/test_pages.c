@@ -371,6 +371,10 @@ static void test_fill(void) {
     CHECK_ERROR_MENTIONS("max_pages_per_seq=6");
     CHECK_STATUS(kvattn_pages_fill(pool, ids, 3, pending, table2, 4, MAXP, seqlens2), KVATTN_ERR_INVALID_ARGUMENT);
     CHECK_ERROR_MENTIONS("block_table_stride=4");
+    /* two rows are enough to overlap: row 1 would overwrite the last entry of row 0 */
+    CHECK_STATUS(kvattn_pages_fill(pool, ids, 2, pending, table2, MAXP - 1, MAXP, seqlens2),
+                 KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("block_table_stride=7");
     const int32_t bad_ids[3] = {ids[0], 999, ids[2]};
     CHECK_STATUS(kvattn_pages_fill(pool, bad_ids, 3, pending, table2, STRIDE, MAXP, seqlens2),
                  KVATTN_ERR_INVALID_ARGUMENT);
