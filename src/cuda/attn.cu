@@ -34,7 +34,7 @@ typedef struct attn_plan {
 /* (new row x kv head) units an early step may append (kv_attn_early) */
 #define KV_SCHED_APPEND_UNITS 1024
 static size_t round256(size_t x) { return (x + 255) & ~(size_t)255; }
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); } /* a >= 0, b > 0; no overflow at INT64_MAX */
 /* a * b for counts >= 0, saturated at INT64_MAX: the workspace bounds below are capped after these products, so a
  * product of absurd but valid sizes must not wrap to a small (or negative) count first */
 static int64_t sat_mul(int64_t a, int64_t b) {
