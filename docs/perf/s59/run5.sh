@@ -1,6 +1,6 @@
 #!/bin/bash
 # s59 plan for the next device call, PREPARED, NOT RUN (this session's budget was spent: a first try of an earlier form
-# was refused for want of a machine, a second for too little time left). Two builds, both from the tree at 7cba9a2
+# was refused for want of a machine, a second for too little time left). Two builds, both from the tree at ea80c8e
 # (C at -march=x86-64-v2, tests linked to their libkvattn.so, trimmed to the binaries below; ~18 MiB each):
 #   dev/bin/s59/cur = the tree as committed (this session's CUDA host fixes: the batch-invariant partial-row bound,
 #     saturated workspace bounds, varlen's unused batch strides keeping the fast kernels, NOT_AVAILABLE status read);
