@@ -19,7 +19,7 @@ CUDA_ARCH ?= 90a
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 NVCCFLAGS ?= -O3 -std=c++17 -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -Xcompiler -fPIC \
              -Xcompiler -fvisibility=hidden -Iinclude -Isrc -lineinfo --expt-relaxed-constexpr -Xptxas -warn-spills \
-             -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0)
+             -DKVATTN_SM90A=$(if $(filter 90a,$(CUDA_ARCH)),1,0) -DKVATTN_BUILD_ARCH='"$(CUDA_ARCH)"'
 # kernel experiments build in their own tree, e.g. make BUILD=build-x NVCC_DEFS=-DKV_DECODE_PF=256 build-x/bench_cuda
 NVCCFLAGS += $(NVCC_DEFS)
 

@@ -61,7 +61,9 @@ KVATTN_API const char *kvattn_last_error(void);
 typedef enum { KVATTN_F32 = 0, KVATTN_F16 = 1, KVATTN_BF16 = 2 } kvattn_dtype;
 typedef enum { KVATTN_BACKEND_CPU = 0, KVATTN_BACKEND_CUDA = 1 } kvattn_backend;
 
-/* Returns 1 if the backend is compiled in and usable now (for CUDA: a device is present), else 0. */
+/* Returns 1 if the backend is compiled in and usable now, else 0 and kvattn_last_error() says why. For CUDA: the
+ * current device is present and this build's kernels can run on it (make CUDA_ARCH=..., sm_90a by default). It
+ * creates no CUDA context. */
 KVATTN_API int kvattn_backend_available(int backend);
 
 /* ---- the params of one call ----------------------------------------------------------------------------

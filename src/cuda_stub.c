@@ -4,7 +4,10 @@
 
 #define NOT_BUILT "CUDA backend not built: nvcc was not found at build time"
 
-int kv_cuda_available(void) { return 0; }
+int kv_cuda_available(void) {
+    kv_set_error(KVATTN_ERR_NOT_AVAILABLE, NOT_BUILT);
+    return 0;
+}
 int kv_cuda_check(const kvattn_params *p) { return kv_set_error(KVATTN_ERR_NOT_AVAILABLE, NOT_BUILT); }
 size_t kv_cuda_workspace_size(const kvattn_params *p) { return 0; }
 int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t workspace_bytes, void *stream) {

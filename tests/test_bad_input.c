@@ -810,6 +810,21 @@ int main(void) {
         kvattn_params p = kvattn_params_default();
         p.num_heads = p.num_kv_heads = p.head_dim = 8; /* B = 0: a valid call */
         if (kvattn_backend_available(KVATTN_BACKEND_CPU) != 1) kvt_failf("the CPU backend reports itself unavailable");
+        /* CUDA: 1 with no error left, or 0 with the reason (no device, no CUDA in the build, no kernels for the
+         * device's arch) in kvattn_last_error, and then kvattn_forward's NOT_AVAILABLE says the same */
+        if (kvattn_backend_available(KVATTN_BACKEND_CUDA)) {
+            if (kvattn_last_error()[0]) kvt_failf("CUDA available, yet an error is left: %s", kvattn_last_error());
+        } else {
+            char why[256];
+            snprintf(why, sizeof why, "%s", kvattn_last_error());
+            if (!why[0]) kvt_failf("CUDA backend unavailable with no reason in kvattn_last_error");
+            static char host_ws[64];
+            kvattn_device_status dst0;
+            const int st = kvattn_device_status_read(host_ws, NULL, &dst0);
+            if (st != KVATTN_ERR_NOT_AVAILABLE || strcmp(why, kvattn_last_error()))
+                kvt_failf("CUDA unavailable (%s), device_status_read: %s (%s)", why, kvattn_status_string(st),
+                          kvattn_last_error());
+        }
         const int bad_backends[3] = {-1, 2, 7};
         for (int k = 0; k < 3; k++) {
             const int bk = bad_backends[k];

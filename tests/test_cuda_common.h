@@ -19,7 +19,7 @@
 /* Returns 1 when the CUDA backend can run; else prints why, counts `n_cases` skips and returns 0. */
 static inline int cu_gpu_or_skip(int n_cases) {
     if (kvattn_backend_available(KVATTN_BACKEND_CUDA)) return 1;
-    printf("no CUDA device (or the CUDA backend is not built): GPU tests skipped\n");
+    printf("CUDA backend not available (%s): GPU tests skipped\n", kvattn_last_error());
     for (int i = 0; i < n_cases; i++) {
         kvt_case_begin("gpu case %d", i);
         kvt_case_skip("no CUDA device");
