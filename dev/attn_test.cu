@@ -781,6 +781,7 @@ int main(int argc, char **argv) {
     g_dev.device = dev;
     CK(cudaDeviceGetAttribute(&g_dev.num_sms, cudaDevAttrMultiProcessorCount, dev));
     CK(cudaDeviceGetAttribute(&g_dev.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    CK(cudaDeviceGetAttribute(&g_dev.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
     g_dev.pdl = getenv("KVATTN_NO_PDL") ? 0 : 1;
     g_dev.overlap = g_dev.pdl && !getenv("KVATTN_NO_OVERLAP");
     g_dev.early = !getenv("KVATTN_NO_EARLY"); /* with KVATTN_TL_FUSED and no append (kv_attn_early) */

@@ -27,6 +27,7 @@ typedef struct attn_plan {
     size_t smem_dec;       /* dynamic smem of the decode kernel */
     int64_t max_items, max_combine, max_part_rows;
     int prefill_rows;      /* packed rows per prefill item of the prefill variant */
+    int split_fit;         /* decode blocks per SM the auto split may aim at (those that fit by smem; workspace bound) */
     int sm90;              /* prefill items run on the sm_90a wgmma kernel (attn_prefill_sm90.cuh) */
     size_t off_prefix, off_items, off_pitems, off_combine, off_comb_done, off_part_o, off_part_ml, off_rot_k, bytes;
 } attn_plan;
@@ -125,6 +126,15 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     pl->prefill_rows = pl->sm90 ? KV_SM90_ROWS : KV_PREFILL_ROWS;
     const int num_sms = dev->num_sms > 0 ? dev->num_sms : 132;
     int64_t extra_items = 0, part_rows = 0;
+    /* v107: the split aims at every decode block that runs (launch_fast), so the bound takes the blocks that fit by
+     * smem: the stages, the static smem (NS KiB of row addresses + under 1 KiB, ptxas -v) and the 1 KiB the driver
+     * reserves per block; registers only lower the occupancy query's count. At least 2, at most the 8 that
+     * attn_blocks_per_sm allows. launch_fast aims at no more than this, so a static smem that shrinks stays safe. */
+    {
+        const int64_t per = (int64_t)pl->smem_dec + (int64_t)(pl->dec_stages + 1) * 1024 + 1024;
+        const int64_t fit = dev->smem_per_sm > 0 ? dev->smem_per_sm / per : 2;
+        pl->split_fit = fit < 2 ? 2 : fit > 8 ? 8 : (int)fit;
+    }
     if (p->num_splits != 1 && p->batch_invariant) {
         int64_t pinv = cdiv(C, KV_INV_SPLIT_KEYS) + 1;
         /* 64-bit: num_splits = INT32_MAX (no cap) is valid */
@@ -140,9 +150,10 @@ static void attn_plan_make(const kvattn_params *p, const kv_device_info *dev, at
     } else if (p->num_splits != 1) {
         int64_t pmax = cdiv(C, KV_BN * KV_MIN_CHUNK_TILES) + 1;
         if (p->num_splits > 1 && pmax > p->num_splits) pmax = p->num_splits;
-        /* the scheduler aims at W / chunk <= KV_SPLIT_PIECES_PER_CTA * 2 * num_sms chunks; a split tile has
-         * fewer than 2 * ktiles / chunk pieces, so pieces < 2 * KV_SPLIT_PIECES_PER_CTA * 2 * num_sms */
-        extra_items = 2 * KV_SPLIT_PIECES_PER_CTA * 2 * (int64_t)num_sms;
+        /* the scheduler aims at W / chunk <= KV_SPLIT_PIECES_PER_CTA * split_blocks chunks, split_blocks <= split_fit
+         * * num_sms; a split tile has fewer than 2 * ktiles / chunk pieces, so pieces < 2 * KV_SPLIT_PIECES_PER_CTA *
+         * split_fit * num_sms */
+        extra_items = 2 * KV_SPLIT_PIECES_PER_CTA * (int64_t)pl->split_fit * num_sms;
 #ifdef KVATTN_DEV_VARIANTS
         extra_items *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
 #endif
@@ -477,7 +488,9 @@ static int launch_fast(const kvattn_params *p, const attn_plan *pl, const kv_att
     const int32_t lean = a.no_wait & KV_LEAN_SCHED;   /* (attn_no_wait): scheduler and early decode kernel */
     if (early) per_dec = app ? per_app : per_early; /* the grid the scheduler splits for is the early kernel's */
     a.grid_ctas = dev->num_sms * per_dec;
-    a.split_blocks = per_dec > 2 ? 2 * dev->num_sms : a.grid_ctas; /* the workspace bound assumes <= 2 per SM */
+    /* v107: the split aims at every block of the grid (before, at 2 per SM whenever more fit, which left the others
+     * without an item in lean plans); split_fit bounds it as the workspace does */
+    a.split_blocks = (per_dec < pl->split_fit ? per_dec : pl->split_fit) * dev->num_sms;
 #ifdef KVATTN_DEV_VARIANTS
     a.split_blocks *= kv_attn_dev_splitx > 1 ? kv_attn_dev_splitx : 1;
     if (kv_attn_dev_splitb > 0) a.split_blocks = kv_attn_dev_splitb;

@@ -61,6 +61,7 @@ int kv_device_info_get(kv_device_info *info) {
     d.device = device;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.num_sms, cudaDevAttrMultiProcessorCount, device));
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.max_smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
     int major = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     d.pdl = major >= 9 && !env_on("KVATTN_NO_PDL");
@@ -116,6 +117,7 @@ static kv_device_info kv_device_info_or_default(void) {
         dev.device = -1;
         dev.num_sms = 132;
         dev.max_smem_optin = 227 * 1024;
+        dev.smem_per_sm = 228 * 1024;
         dev.pdl = 0;
         dev.overlap = 0;
         dev.early = 0;

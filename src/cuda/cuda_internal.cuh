@@ -30,6 +30,7 @@ typedef struct kv_device_info {
     int device;
     int num_sms;
     int max_smem_optin; /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    int smem_per_sm;    /* cudaDevAttrMaxSharedMemoryPerMultiprocessor */
     int pdl;            /* programmatic dependent launch: compute capability >= 9 and KVATTN_NO_PDL unset */
     int overlap;        /* pdl, and KVATTN_NO_OVERLAP unset: a step's decode kernel runs alongside its prefill
                          * kernel (see kv_attn_kernel) */
