@@ -270,5 +270,7 @@ def version():
 
 
 def cuda_available():
-    """True when the library was built with the CUDA backend and a CUDA device is usable now."""
+    """True when the library was built with the CUDA backend and the current CUDA device can run its kernels (its
+    compute capability matches the build's CUDA_ARCH). When False, kvattn.last_error() says why. Creates no CUDA
+    context."""
     return bool(lib.kvattn_backend_available(BACKEND_CUDA))

@@ -73,6 +73,14 @@ def test_cuda_available_is_bool(kvattn):
     assert kvattn.cuda_available() in (True, False)
 
 
+def test_cuda_unavailable_says_why(kvattn):
+    # True leaves no error; False leaves the reason (no device, no CUDA in the build, another arch)
+    if kvattn.cuda_available():
+        assert kvattn.last_error() == ""
+    else:
+        assert kvattn.last_error() != ""
+
+
 def test_docstrings_state_differences(kvattn):
     for f in (kvattn.flash_attn_with_kvcache, kvattn.flash_attn_varlen_func_with_kvcache,
               kvattn.flash_attn_varlen_func):
