@@ -10,10 +10,10 @@ CF="-std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -I$R/include -I$R/src -D_
 LK="-L$T -lkvattn -Wl,-rpath,\$ORIGIN -L$CU/lib64 -L$CU/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++ -lm -fopenmp -lpthread"
 for c in $R/tests/common/*.c; do gcc $CF -c $c -o $T/obj/$(basename $c .c).o; done
 OBJ=$(ls $T/obj/*.o)
-# test_overlap calls a library-internal check (hidden in the .so): linked to the static library
+# test_overlap and test_cuda_arch call library-internal functions (hidden in the .so): linked to the static library
 SLK="$B/libkvattn.a -L$CU/lib64 -L$CU/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lstdc++ -lm -fopenmp -lpthread"
 for t in $R/tests/test_*.c; do
-  if [ "$(basename $t)" = test_overlap.c ]; then gcc $CF $t $OBJ $SLK -o $T/test_overlap &
+  if [ "$(basename $t)" = test_overlap.c ] || [ "$(basename $t)" = test_cuda_arch.c ]; then gcc $CF $t $OBJ $SLK -o $T/$(basename $t .c) &
   else gcc $CF $t $OBJ $LK -o $T/$(basename $t .c) & fi
 done; wait
 gcc $CF $R/bench/bench_cuda.c $OBJ $LK -o $T/bench_cuda &

@@ -43,7 +43,7 @@ typedef enum {
     KVATTN_ERR_UNSUPPORTED = 2,      /* valid request this backend does not implement (dtype, head dim)  */
     KVATTN_ERR_WORKSPACE = 3,        /* workspace missing or smaller than kvattn_workspace_size()        */
     KVATTN_ERR_BAD_DATA = 4,         /* a data-dependent check failed (lengths, leftpad, capacity, page)  */
-    KVATTN_ERR_NOT_AVAILABLE = 5,    /* backend not compiled in, or no device present                    */
+    KVATTN_ERR_NOT_AVAILABLE = 5,    /* backend not built, no device, or a device the build cannot run   */
     KVATTN_ERR_OUT_OF_PAGES = 6,     /* page manager: not enough free pages; nothing was changed         */
     KVATTN_ERR_OUT_OF_MEMORY = 7,    /* a host allocation failed (page manager, CPU scratch)             */
     KVATTN_ERR_CUDA = 8,             /* the CUDA runtime reported an error (message has its text)        */
@@ -200,8 +200,8 @@ KVATTN_API kvattn_params kvattn_params_default(void);
 KVATTN_API int kvattn_validate(const kvattn_params *p, int backend);
 
 /* Writes to *bytes the workspace kvattn_forward needs for these params on this backend (0 on the CPU).
- * The size depends only on the arguments and the current device (its SM count and compute capability), never on
- * data, so one allocation serves a CUDA graph replayed with new lengths and block tables; query it on the device
+ * The size depends only on the arguments and the current device (its SM count, shared memory per SM and compute
+ * capability; a fixed stand-in when there is no usable device), never on data, so one allocation serves a CUDA graph replayed with new lengths and block tables; query it on the device
  * that will run the call.
  * Returns KVATTN_OK or the status of kvattn_validate. */
 KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes);
@@ -216,7 +216,9 @@ KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t
  *   kvattn_workspace_size() bytes must not hold a tensor the call writes or an index array (refused, naming it);
  *   nor may another stream write the index arrays while the call runs. Data-dependent failures
  *   are found on the device: the failing sequence is skipped (its cache and output untouched) and recorded
- *   in the device status (kvattn_device_status_read); other sequences are computed normally.
+ *   in the device status (kvattn_device_status_read); other sequences are computed normally. With no usable
+ *   device (none, or one the build's CUDA_ARCH cannot run) a valid call returns KVATTN_ERR_NOT_AVAILABLE before its
+ *   workspace is looked at (only B = 0 with a NULL workspace, a no-op, returns KVATTN_OK).
  * Returns KVATTN_OK or an error status (kvattn_last_error() has the detail). */
 KVATTN_API int kvattn_forward(const kvattn_params *p, int backend, void *workspace, size_t workspace_bytes,
                               void *stream);

@@ -44,6 +44,20 @@ const char *kvattn_status_string(int status) {
 
 const char *kvattn_last_error(void) { return last_error; }
 
+/* The build holds SASS for one arch and no PTX, so the driver's rule for SASS applies: the same major, and a minor
+ * at least the build's; an arch-specific build ("a") runs only on its own version, a family build ("f") on its
+ * major's later minors. Pure arithmetic on the device's attributes: asking the runtime about a kernel instead would
+ * create a CUDA context, which kvattn_backend_available must not do. */
+int kv_arch_runs_on(const char *arch, int major, int minor) {
+    int n = 0, i = 0;
+    while (arch[i] >= '0' && arch[i] <= '9' && i < 4) n = n * 10 + (arch[i++] - '0');
+    if (i < 2) return 1;
+    const int bmajor = n / 10, bminor = n % 10;
+    if (arch[i] == 'a' && arch[i + 1] == '\0') return major == bmajor && minor == bminor;
+    if (arch[i] != '\0' && !(arch[i] == 'f' && arch[i + 1] == '\0')) return 1;
+    return major == bmajor && minor >= bminor;
+}
+
 int kvattn_backend_available(int backend) {
     kv_clear_error();
     if (backend == KVATTN_BACKEND_CPU) return 1;
@@ -175,6 +189,8 @@ int kvattn_forward(const kvattn_params *p_, int backend, void *workspace, size_t
      * after a B = 0 step does not report the failures of an earlier call. */
     if (p->batch == 0 && (backend == KVATTN_BACKEND_CPU || workspace == NULL)) return KVATTN_OK;
     if (backend == KVATTN_BACKEND_CPU) return kv_cpu_forward(p);
+    /* no usable device: say so, rather than judge a workspace sized on the stand-in device */
+    if ((st = kv_cuda_ready()) != KVATTN_OK) return st;
     size_t need = kv_cuda_workspace_size(p);
     RETURN_IF(workspace == NULL, KVATTN_ERR_WORKSPACE,
               "workspace: NULL, but the CUDA backend needs %zu bytes (kvattn_workspace_size)", need);

@@ -4,8 +4,9 @@
 
 #define NOT_BUILT "CUDA backend not built: nvcc was not found at build time"
 
+int kv_cuda_ready(void) { return kv_set_error(KVATTN_ERR_NOT_AVAILABLE, NOT_BUILT); }
 int kv_cuda_available(void) {
-    kv_set_error(KVATTN_ERR_NOT_AVAILABLE, NOT_BUILT);
+    kv_cuda_ready();
     return 0;
 }
 int kv_cuda_check(const kvattn_params *p) { return kv_set_error(KVATTN_ERR_NOT_AVAILABLE, NOT_BUILT); }

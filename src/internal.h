@@ -177,6 +177,12 @@ int kv_check_mixed_strides(const kvattn_params *given, const kvattn_params *r);
 int kv_check_workspace_disjoint(const kvattn_params *p, const void *workspace, size_t bytes);
 int kv_cpu_forward(const kvattn_params *p);
 int kv_cuda_available(void);
+/* KVATTN_OK when the CUDA backend can run on the current device, else the status and reason (no device, a build
+ * without CUDA, a device the build's arch cannot run). */
+int kv_cuda_ready(void);
+/* api.c: whether kernels built for CUDA_ARCH `arch` ("90a", "80", "100f") run on compute capability major.minor
+ * (1 also for an arch string of another form, which is not judged). */
+int kv_arch_runs_on(const char *arch, int major, int minor);
 int kv_cuda_check(const kvattn_params *p);              /* backend-specific support (head dim, dtype) */
 size_t kv_cuda_workspace_size(const kvattn_params *p);
 int kv_cuda_forward(const kvattn_params *p, void *workspace, size_t workspace_bytes, void *stream);

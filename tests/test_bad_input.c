@@ -18,22 +18,6 @@ static const int NQ0[B0] = {1, 3, 2}, NNEW0[B0] = {1, 1, 2}, S0[B0] = {20, 5, 40
 
 /* A valid call: varlen, k_new, rotary, leftpad, ALiBi; paged (page 16, shuffled pool) or contiguous with
  * cache_batch_idx. Host data only (uploaded by the caller after the mutation). */
-/* A paged varlen call of B sequences and total_q query rows (H / Hk / D, bf16, causal, capacity max_pages x page)
- * at fake, aligned, well-separated addresses (2^52 apart): for kvattn_validate and kvattn_workspace_size only,
- * which read no data. */
-static kvattn_params kvt_fake_paged_call(int B, int total_q, int H, int Hk, int D, int page, int max_pages) {
-    kvattn_params p = kvattn_params_default();
-#define FAKE(i) ((void *)(uintptr_t)((uint64_t)((i) + 1) << 52))
-    p.dtype = KVATTN_BF16; p.batch = B; p.num_heads = H; p.num_kv_heads = Hk; p.head_dim = D;
-    p.q = FAKE(0); p.cu_seqlens_q = (const int32_t *)FAKE(1); p.total_q = total_q;
-    p.k_cache = FAKE(2); p.v_cache = FAKE(3);
-    p.block_table = (const int32_t *)FAKE(4); p.max_pages_per_seq = max_pages; p.page_size = page;
-    p.num_pages = 1 << 20; p.cache_seqlens = (const int32_t *)FAKE(5);
-    p.out = FAKE(6); p.causal = 1;
-#undef FAKE
-    return p;
-}
-
 static void build_base(kvt_problem *P, int backend, int paged, int dt) {
     kvt_problem_init(P, backend, dt, B0, H0, HK0, D0);
     kvattn_params *p = &P->ph;
@@ -823,6 +807,12 @@ int main(void) {
             const int st = kvattn_device_status_read(host_ws, NULL, &dst0);
             if (st != KVATTN_ERR_NOT_AVAILABLE || strcmp(why, kvattn_last_error()))
                 kvt_failf("CUDA unavailable (%s), device_status_read: %s (%s)", why, kvattn_status_string(st),
+                          kvattn_last_error());
+            /* a valid call says the same before its (here missing) workspace is looked at */
+            kvattn_params call = kvt_fake_paged_call(4, 4, 8, 8, 64, 16, 8);
+            const int fst = kvattn_forward(&call, KVATTN_BACKEND_CUDA, NULL, 0, NULL);
+            if (fst != KVATTN_ERR_NOT_AVAILABLE || strcmp(why, kvattn_last_error()))
+                kvt_failf("CUDA unavailable (%s), forward without a workspace: %s (%s)", why, kvattn_status_string(fst),
                           kvattn_last_error());
         }
         const int bad_backends[3] = {-1, 2, 7};

@@ -26,21 +26,6 @@ static int env_on(const char *name) {
 #define KVATTN_BUILD_ARCH "" /* NVCCFLAGS set by hand: not known, not checked (a launch then fails instead) */
 #endif
 
-/* Whether kernels built for CUDA_ARCH `arch` ("90a", "80", "100f"; the Makefile passes it as KVATTN_BUILD_ARCH)
- * run on a device of compute capability major.minor. The build holds SASS for that one arch and no PTX, so the
- * driver's rule for SASS applies: the same major, and a minor at least the build's; an arch-specific build ("a")
- * runs only on its own version. An arch string of another form is not judged (1). Asks nothing of the device, so
- * no CUDA context is created for it (kvattn_backend_available stays as cheap as a device count). */
-static int kv_arch_runs_on(const char *arch, int major, int minor) {
-    int n = 0, i = 0;
-    while (arch[i] >= '0' && arch[i] <= '9' && i < 4) n = n * 10 + (arch[i++] - '0');
-    if (i < 2) return 1;
-    const int bmajor = n / 10, bminor = n % 10;
-    if (arch[i] == 'a' && arch[i + 1] == '\0') return major == bmajor && minor == bminor;
-    if (arch[i] != '\0' && !(arch[i] == 'f' && arch[i + 1] == '\0')) return 1;
-    return major == bmajor && minor >= bminor;
-}
-
 int kv_device_info_get(kv_device_info *info) {
     int device = 0;
     const cudaError_t e = cudaGetDevice(&device);
@@ -73,11 +58,13 @@ int kv_device_info_get(kv_device_info *info) {
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     /* Checked before anything is cached, so a device without kernels is reported unavailable by every call (with
      * the reason), rather than failing with KVATTN_ERR_CUDA at the first launch. */
-    if (!kv_arch_runs_on(KVATTN_BUILD_ARCH, major, minor))
-        return kv_set_error(KVATTN_ERR_NOT_AVAILABLE,
-                            "CUDA device %d has compute capability %d.%d; this library's kernels were built with "
-                            "CUDA_ARCH=%s and cannot run there (rebuild with make CUDA_ARCH=%d%d%s)",
-                            device, major, minor, KVATTN_BUILD_ARCH, major, minor, major == 9 && minor == 0 ? "a" : "");
+    RETURN_IF(major < 8, KVATTN_ERR_NOT_AVAILABLE,
+              "CUDA device %d has compute capability %d.%d; kvattn's CUDA backend needs 8.0 or newer (cp.async)",
+              device, major, minor);
+    RETURN_IF(!kv_arch_runs_on(KVATTN_BUILD_ARCH, major, minor), KVATTN_ERR_NOT_AVAILABLE,
+              "CUDA device %d has compute capability %d.%d; this library's kernels were built with CUDA_ARCH=%s and "
+              "cannot run there (rebuild with make CUDA_ARCH=%d%d%s)",
+              device, major, minor, KVATTN_BUILD_ARCH, major, minor, major == 9 && minor == 0 ? "a" : "");
     d.sm90 = major == 9 && minor == 0;
     d.tma = d.sm90 && !env_on("KVATTN_NO_TMA");
     d.tma_log = env_on("KVATTN_DEV_TMA_LOG");
@@ -87,12 +74,14 @@ int kv_device_info_get(kv_device_info *info) {
     return KVATTN_OK;
 }
 
-/* 1 when the current device can run this library's kernels; else 0 with the reason in kvattn_last_error (the
- * reason kvattn_forward then gives with KVATTN_ERR_NOT_AVAILABLE). */
-extern "C" int kv_cuda_available(void) {
+/* KVATTN_OK when the current device can run this library's kernels; else the status and reason (in
+ * kvattn_last_error) that every call needing the device gives. Creates no CUDA context (device attributes only). */
+extern "C" int kv_cuda_ready(void) {
     kv_device_info dev;
-    return kv_device_info_get(&dev) == KVATTN_OK;
+    return kv_device_info_get(&dev);
 }
+
+extern "C" int kv_cuda_available(void) { return kv_cuda_ready() == KVATTN_OK; }
 
 /* ---- workspace layout (see cuda_internal.cuh) ---------------------------------------------------------
  *   [0, 256)                 kvattn_device_status

@@ -714,3 +714,19 @@ int kvt_problem_run_case(kvt_problem *P, kvt_expect e) {
     kvt_failf("%s: status KVATTN_ERR_UNSUPPORTED, want %s (%s)", who, kvattn_status_string(e.status), P->last_error);
     return 0;
 }
+
+/* A paged varlen call of B sequences and total_q query rows (H / Hk / D, bf16, causal, capacity max_pages x page)
+ * at fake, aligned, well-separated addresses (2^52 apart): for kvattn_validate and kvattn_workspace_size only,
+ * which read no data. */
+kvattn_params kvt_fake_paged_call(int B, int total_q, int H, int Hk, int D, int page, int max_pages) {
+    kvattn_params p = kvattn_params_default();
+#define FAKE(i) ((void *)(uintptr_t)((uint64_t)((i) + 1) << 52))
+    p.dtype = KVATTN_BF16; p.batch = B; p.num_heads = H; p.num_kv_heads = Hk; p.head_dim = D;
+    p.q = FAKE(0); p.cu_seqlens_q = (const int32_t *)FAKE(1); p.total_q = total_q;
+    p.k_cache = FAKE(2); p.v_cache = FAKE(3);
+    p.block_table = (const int32_t *)FAKE(4); p.max_pages_per_seq = max_pages; p.page_size = page;
+    p.num_pages = 1 << 20; p.cache_seqlens = (const int32_t *)FAKE(5);
+    p.out = FAKE(6); p.causal = 1;
+#undef FAKE
+    return p;
+}

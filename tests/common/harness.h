@@ -129,4 +129,8 @@ void kvt_check_cache(const kvattn_params *ph, int which, const void *expect, con
                      int skip_seq, int appended, int64_t view_offset);
 /* expect/got are whole allocations; view_offset (elements) is where ph's cache pointer starts in them. */
 
+/* A paged varlen call of B sequences and total_q query rows (H / Hk / D, bf16, causal, capacity max_pages x page)
+ * at fake, aligned, well-separated addresses: for kvattn_validate and kvattn_workspace_size only (they read no data). */
+kvattn_params kvt_fake_paged_call(int B, int total_q, int H, int Hk, int D, int page, int max_pages);
+
 #endif

@@ -42,7 +42,7 @@ def cuda_or_skip():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device visible to torch")
     if not kvattn.cuda_available():
-        pytest.skip("libkvattn was built without the CUDA backend (no nvcc) or sees no device")
+        pytest.skip("libkvattn's CUDA backend is not available: " + kvattn.last_error())
     return torch
 
 
