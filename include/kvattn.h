@@ -201,8 +201,8 @@ KVATTN_API int kvattn_validate(const kvattn_params *p, int backend);
 
 /* Writes to *bytes the workspace kvattn_forward needs for these params on this backend (0 on the CPU).
  * The size depends only on the arguments and the current device (its SM count, shared memory per SM and compute
- * capability; a fixed stand-in when there is no usable device), never on data, so one allocation serves a CUDA graph replayed with new lengths and block tables; query it on the device
- * that will run the call.
+ * capability; a fixed stand-in when there is no usable device), never on data, so one allocation serves a CUDA graph
+ * replayed with new lengths and block tables; query it on the device that will run the call.
  * Returns KVATTN_OK or the status of kvattn_validate. */
 KVATTN_API int kvattn_workspace_size(const kvattn_params *p, int backend, size_t *bytes);
 

@@ -19,7 +19,8 @@ typedef struct {
 static const arch_case k_cases[] = {
     {"90a", 9, 0, 1},  {"90a", 9, 1, 0},  {"90a", 8, 0, 0},   {"90a", 10, 0, 0}, {"90", 9, 0, 1},   {"90", 10, 0, 0},
     {"80", 8, 0, 1},   {"80", 8, 6, 1},   {"80", 8, 9, 1},    {"80", 9, 0, 0},   {"80", 7, 5, 0},   {"86", 8, 0, 0},
-    {"86", 8, 6, 1},   {"86", 8, 9, 1},   {"89", 8, 6, 0},    {"100a", 10, 0, 1}, {"100a", 10, 3, 0}, {"100f", 10, 0, 1},
+    {"86", 8, 6, 1},   {"86", 8, 9, 1},   {"89", 8, 6, 0},    {"100a", 10, 0, 1}, {"100a", 10, 3, 0},
+    {"100f", 10, 0, 1},
     {"100f", 10, 3, 1}, {"100f", 11, 0, 0}, {"100f", 12, 0, 0}, {"100", 9, 0, 0}, {"120f", 12, 1, 1}, {"120", 12, 0, 1},
     /* not of the Makefile's form: not judged */
     {"", 7, 0, 1},     {"9", 9, 0, 1},    {"sm_90a", 8, 0, 1}, {"90ax", 8, 0, 1}, {"90af", 8, 0, 1},
@@ -51,7 +52,8 @@ int main(void) {
     enum cudaDriverEntryPointQueryResult q;
     char why[160] = "";
     if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fp, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fp, 12000, cudaEnableDefault, &q) !=
+            cudaSuccess ||
         q != cudaDriverEntryPointSuccess || !fp) {
         (void)cudaGetLastError();
         kvt_case_skip("no CUDA device or driver");
@@ -70,7 +72,8 @@ int main(void) {
             if (a0 < 0 || a1 < 0 || a2 < 0) kvt_failf("%s", why);
             if (a1 == 1) kvt_failf("kvattn_backend_available created a CUDA context (it returned %d)", avail);
             if (a2 == 1)
-                kvt_failf("kvattn_workspace_size created a CUDA context (%s, %zu bytes)", kvattn_status_string(wst), ws);
+                kvt_failf("kvattn_workspace_size created a CUDA context (%s, %zu bytes)", kvattn_status_string(wst),
+                          ws);
             if (wst != KVATTN_OK || ws == 0)
                 kvt_failf("workspace_size: %s, %zu bytes (%s)", kvattn_status_string(wst), ws, kvattn_last_error());
             /* the probe can see a context: the runtime's first real call makes one */

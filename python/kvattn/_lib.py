@@ -270,7 +270,7 @@ def version():
 
 
 def cuda_available():
-    """True when the library was built with the CUDA backend and the current CUDA device can run its kernels (the build's
-    CUDA_ARCH, sm_90a by default, runs on it). When False, kvattn.last_error() says why. Creates no CUDA
-    context."""
+    """True when the library was built with the CUDA backend and the current CUDA device can run its kernels
+    (the build's CUDA_ARCH, sm_90a by default, runs on it). When False, kvattn.last_error() says why. Creates no
+    CUDA context."""
     return bool(lib.kvattn_backend_available(BACKEND_CUDA))

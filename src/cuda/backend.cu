@@ -56,8 +56,8 @@ int kv_device_info_get(kv_device_info *info) {
     d.lean = !env_on("KVATTN_NO_LEAN");
     int minor = 0;
     KV_CUDA_CHECK_RET(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    /* Checked before anything is cached, so a device without kernels is reported unavailable by every call (with
-     * the reason), rather than failing with KVATTN_ERR_CUDA at the first launch. */
+    /* Checked before anything is cached, so a device without kernels is reported unavailable by every call that
+     * needs the device (with the reason), rather than failing with KVATTN_ERR_CUDA at the first launch. */
     RETURN_IF(major < 8, KVATTN_ERR_NOT_AVAILABLE,
               "CUDA device %d has compute capability %d.%d; kvattn's CUDA backend needs 8.0 or newer (cp.async)",
               device, major, minor);
