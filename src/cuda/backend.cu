@@ -355,8 +355,7 @@ extern "C" int kv_cuda_status_read(const void *workspace, void *stream_, kvattn_
     RETURN_IF(workspace == NULL || out == NULL, KVATTN_ERR_INVALID_ARGUMENT, "status read: workspace=%p out=%p",
               workspace, (void *)out);
     /* no usable device: KVATTN_ERR_NOT_AVAILABLE, as kvattn_forward says (not the runtime's error of the first call) */
-    kv_device_info dev;
-    const int avail = kv_device_info_get(&dev);
+    const int avail = kv_cuda_ready();
     if (avail != KVATTN_OK) return avail;
     cudaStream_t stream = (cudaStream_t)stream_;
     /* a copy into this stack record must not be recorded into a graph being captured (nor can it wait there) */
