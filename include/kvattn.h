@@ -85,7 +85,9 @@ KVATTN_API int kvattn_backend_available(int backend);
  *   block_table_batch_stride: max_pages_per_seq; rotary_row_stride: rotary_dim / 2; alibi_batch_stride: 0 ([H]).
  * A tensor whose set and unset strides together make its elements overlap (e.g. q_row_stride set for padded rows,
  * q_batch_stride unset) is refused with KVATTN_ERR_INVALID_ARGUMENT naming the unset fields. A stride of 0 broadcasts
- * (every index reads the same elements): allowed for tensors that are only read. Upgrading from 0.1: the defaults
+ * (every index reads the same elements): allowed for tensors that are only read, except rotary_row_stride (0 means
+ * rotary_dim / 2) and block_table_batch_stride (at least max_pages_per_seq). A negative stride is refused, even one
+ * that the call's mode leaves unused (a varlen call's batch strides). Upgrading from 0.1: the defaults
  * were 0, so a read-only tensor meant to broadcast must now set its strides to 0. */
 #define KVATTN_STRIDE_PACKED INT64_MIN
 
@@ -282,7 +284,9 @@ KVATTN_API int kvattn_pages_release(kvattn_pages *pool, int32_t seq_id);
  * entries: the sequence's pages in order, unused entries -1) and cache_seqlens[b] = the sequence's length
  * minus pending[b] (the tokens appended to the pool this step but not yet written by kvattn_forward; pending
  * may be NULL for 0). Returns KVATTN_ERR_INVALID_ARGUMENT if a sequence has more pages than
- * max_pages_per_seq or pending[b] is outside [0, length]. */
+ * max_pages_per_seq or pending[b] is outside [0, length], if seq_ids or pending overlaps what the call writes (the
+ * span of block_table from row 0 to row n - 1, and cache_seqlens) or those two overlap, or if the rows' offsets
+ * overflow int64. */
 KVATTN_API int kvattn_pages_fill(const kvattn_pages *pool, const int32_t *seq_ids, int32_t n,
                                  const int32_t *pending, int32_t *block_table, int64_t block_table_stride,
                                  int32_t max_pages_per_seq, int32_t *cache_seqlens);

@@ -62,6 +62,8 @@ int kvattn_backend_available(int backend) {
     kv_clear_error();
     if (backend == KVATTN_BACKEND_CPU) return 1;
     if (backend == KVATTN_BACKEND_CUDA) return kv_cuda_available() ? 1 : 0;
+    kv_set_error(KVATTN_ERR_INVALID_ARGUMENT,
+                 "backend: %d is neither KVATTN_BACKEND_CPU (0) nor KVATTN_BACKEND_CUDA (1)", backend);
     return 0;
 }
 

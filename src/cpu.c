@@ -205,9 +205,10 @@ static void append_seq(const kvattn_params *p, int32_t b, float *restrict tmp) {
                 rope_row(p, x, s.S + t, rtmp);
                 store_row(p->dtype, p->k_cache, ko, x, D);
             } else {
-                memcpy((char *)p->k_cache + ko * esize, (const char *)p->k_new + kn * esize, (size_t)D * esize);
+                memmove((char *)p->k_cache + ko * esize, (const char *)p->k_new + kn * esize, (size_t)D * esize);
             }
-            memcpy((char *)p->v_cache + vo * esize, (const char *)p->v_new + vn * esize, (size_t)D * esize);
+            /* memmove: a k_new / v_new that overlaps the cache gives an unspecified result (kvattn.h), not UB */
+            memmove((char *)p->v_cache + vo * esize, (const char *)p->v_new + vn * esize, (size_t)D * esize);
         }
     }
 }

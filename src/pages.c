@@ -34,6 +34,12 @@ struct kvattn_pages {
     int32_t num_free_ids;
 };
 
+/* Whether the int32 ranges [a, a + na) and [b, b + nb) share an element (empty ranges share none). */
+static int kv_ranges_overlap(const int32_t *a, int64_t na, const int32_t *b, int64_t nb) {
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return na > 0 && nb > 0 && a0 < b0 + (uintptr_t)nb * sizeof(int32_t) && b0 < a0 + (uintptr_t)na * sizeof(int32_t);
+}
+
 static int64_t pages_for(int64_t tokens, int32_t page_size) { return (tokens + page_size - 1) / page_size; }
 
 static const kv_page_seq *find_seq(const kvattn_pages *pool, int32_t seq_id) {
@@ -268,6 +274,23 @@ int kvattn_pages_fill(const kvattn_pages *pool, const int32_t *seq_ids, int32_t 
     RETURN_IF(n > 1 && block_table_stride < max_pages_per_seq, KVATTN_ERR_INVALID_ARGUMENT,
               "kvattn_pages_fill: block_table_stride=%lld must be >= max_pages_per_seq=%d (rows would overlap)",
               (long long)block_table_stride, max_pages_per_seq);
+    /* the rows' byte offsets must fit int64 (a wrapped offset would write one row over another) */
+    RETURN_IF(n > 1 && block_table_stride > (INT64_MAX / (int64_t)sizeof(int32_t) - max_pages_per_seq) / (n - 1),
+              KVATTN_ERR_INVALID_ARGUMENT,
+              "kvattn_pages_fill: block_table_stride=%lld overflows int64 byte offsets over n=%d rows",
+              (long long)block_table_stride, n);
+    /* The inputs are read again while the rows are written: none may lie in memory this call writes. */
+    const int64_t table_elems =
+        max_pages_per_seq == 0 ? 0 : (int64_t)(n - 1) * block_table_stride + max_pages_per_seq;
+    const char *in_name[2] = {"seq_ids", "pending"}, *out_name[2] = {"block_table", "cache_seqlens"};
+    const int32_t *in[2] = {seq_ids, pending}, *out[2] = {block_table, cache_seqlens};
+    const int64_t out_elems[2] = {table_elems, n};
+    for (int i = 0; i < 2; i++)
+        for (int o = 0; o < 2; o++)
+            RETURN_IF(in[i] && kv_ranges_overlap(in[i], n, out[o], out_elems[o]), KVATTN_ERR_INVALID_ARGUMENT,
+                      "kvattn_pages_fill: %s overlaps %s, which this call writes", in_name[i], out_name[o]);
+    RETURN_IF(kv_ranges_overlap(block_table, table_elems, cache_seqlens, n), KVATTN_ERR_INVALID_ARGUMENT,
+              "kvattn_pages_fill: block_table and cache_seqlens overlap");
     for (int32_t b = 0; b < n; b++) {
         const kv_page_seq *seq = find_seq(pool, seq_ids[b]);
         RETURN_IF(!seq, KVATTN_ERR_INVALID_ARGUMENT, "kvattn_pages_fill: seq_ids[%d]=%d is not a live sequence", b,

@@ -383,6 +383,37 @@ static void test_fill(void) {
     CHECK_STATUS(kvattn_pages_fill(pool, ids, 3, pending, table2, STRIDE, MAXP, NULL), KVATTN_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(kvattn_pages_fill(pool, NULL, 3, pending, table2, STRIDE, MAXP, seqlens2), KVATTN_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(kvattn_pages_fill(pool, ids, -1, pending, table2, STRIDE, MAXP, seqlens2), KVATTN_ERR_INVALID_ARGUMENT);
+    /* row offsets that overflow int64 (sixty-first session: the byte offset wrapped, row 1 was written over row 0) */
+    CHECK_STATUS(kvattn_pages_fill(pool, ids, 3, pending, table2, INT64_MAX / 2 + 1, MAXP, seqlens2),
+                 KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("overflows");
+    CHECK_STATUS(kvattn_pages_fill(pool, ids, 2, pending, table2, (int64_t)1 << 62, MAXP, seqlens2),
+                 KVATTN_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_MENTIONS("block_table_stride=4611686018427387904");
+    /* inputs in memory the call writes (sixty-first session: seq_ids and pending were read again after rows were
+     * written, so seq_ids inside block_table read pool->seqs[-1]). The table spans arena[0, 28). */
+    {
+        int32_t arena[40], before[40];
+        for (int i = 0; i < 40; i++) arena[i] = 777;
+        memcpy(arena + 8, ids, sizeof ids);      /* inside the table's span (row 0's padding, row 1) */
+        memcpy(arena + 31, pending, sizeof pending);
+        memcpy(before, arena, sizeof arena);
+        CHECK_STATUS(kvattn_pages_fill(pool, arena + 8, 3, pending, arena, STRIDE, MAXP, arena + 34),
+                     KVATTN_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("seq_ids overlaps block_table");
+        CHECK_STATUS(kvattn_pages_fill(pool, ids, 3, arena + 31, arena, STRIDE, MAXP, arena + 32),
+                     KVATTN_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("pending overlaps cache_seqlens");
+        CHECK_STATUS(kvattn_pages_fill(pool, ids, 3, pending, arena, STRIDE, MAXP, arena + 26),
+                     KVATTN_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("block_table and cache_seqlens overlap");
+        CHECK(memcmp(arena, before, sizeof arena) == 0, "a fill refused for overlap wrote its outputs");
+        /* next to each other is fine: ids at [28, 31), pending at [31, 34), cache_seqlens at [34, 37) */
+        memcpy(arena + 28, ids, sizeof ids);
+        CHECK_STATUS(kvattn_pages_fill(pool, arena + 28, 3, arena + 31, arena, STRIDE, MAXP, arena + 34), KVATTN_OK);
+        CHECK(arena[34] == 20 && arena[35] == 1 && arena[36] == 64 && arena[37] == 777, "adjacent arrays: %d %d %d %d",
+              arena[34], arena[35], arena[36], arena[37]);
+    }
     int untouched = seqlens2[0] == 777 && seqlens2[1] == 777 && seqlens2[2] == 777;
     for (int i = 0; i < 3 * STRIDE; i++) untouched &= table2[i] == 777;
     CHECK(untouched, "a failing fill wrote its outputs");

@@ -61,6 +61,11 @@ class Arr:
             itemsize = item
         elif is_torch(obj):
             self.kind = "torch"
+            # sparse and nested tensors have no strides to pass (torch would raise its own error, naming nothing)
+            if getattr(obj, "is_nested", False) or obj.layout != _torch().strided:
+                what = "nested" if getattr(obj, "is_nested", False) else str(obj.layout).replace("torch.", "")
+                raise KvattnTypeError(f"{name}: a {what} tensor is not supported; kvattn reads dense strided tensors "
+                                      f"(pass a dense one, e.g. .to_dense())")
             self.dtype = str(obj.dtype).replace("torch.", "")
             self.shape = tuple(int(s) for s in obj.shape)
             self.strides = tuple(int(s) for s in obj.stride())

@@ -51,7 +51,8 @@ class KvattnError(RuntimeError):
 
     Attributes: ``status`` (the C status number, see kvattn.h), ``status_name`` ("KVATTN_ERR_BAD_DATA"),
     ``message`` (the detail: for a C failure the text of kvattn_last_error(), which names the argument and
-    its values; for a check made in Python, the same kind of sentence) and ``function`` (the C function that
+    its values, followed by "(Python: <field> is <argument>)" where it names a kvattn_params field that is not a
+    Python argument; for a check made in Python, the same kind of sentence) and ``function`` (the C function that
     failed, e.g. "kvattn_forward", or for a check made in Python the public function or method it failed in,
     e.g. "flash_attn_with_kvcache", "PagedKVCache.step", "check_device_status"; None only outside the public
     functions, e.g. from the params struct's own field checks).

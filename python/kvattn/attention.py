@@ -4,6 +4,7 @@
 # B sequences, H query heads, Hk key/value heads, D head dim.
 import ctypes
 import operator
+import re
 import sys
 
 from . import _cuda
@@ -19,8 +20,13 @@ _DIFFERENCES = """
 
     - Every query row is placed by bottom-right alignment, causal or not: query i of a sequence with n_q
       queries sits at absolute position S + n_new - n_q + i (S = cache_seqlens, n_new = new tokens). This is
-      its rotary position and the position that causal/window masks and ALiBi use. flash-attention rotates the
-      queries of a non-causal, non-local call all at position S; kvattn does not.
+      its rotary position and the position that causal/window masks and ALiBi use. flash-attention rotates
+      query i at S + i in a causal or local call and every query at S otherwise: the rotary positions agree
+      only in a causal or local call with n_new = n_q.
+    - With causal ALiBi, lse is that of the documented bias -slope * |i + S_k - S_q - j|; flash-attention's
+      kernel returns an lse larger by slope * (i + S_k - S_q) (out agrees).
+    - Where flash-attention adjusts an argument, kvattn refuses it naming it: a last dimension that is not
+      contiguous, window_size entries < -1, softcap < 0, num_splits < 0, a negative softmax_scale.
     - A query row that sees no key gets out = 0 and lse = -inf (the log of an empty sum); flash-attention
       returns lse = +inf there.
     - page_size (k_cache.shape[1] with block_table) may be any integer >= 1; no multiple is required.
@@ -265,13 +271,53 @@ def _out(call, out, q):
     return out, o
 
 
-def _run(call, p):
-    """One kvattn_forward on the backend of the call's device."""
+# The C library's messages name kvattn_params fields. Where a field is not itself one of the Python function's
+# arguments, the error also says what it was taken from (per function: flash_attn_varlen_func's k / v are its
+# cache). Fields whose name is an argument (cache_seqlens, block_table, softcap, ...) need no note.
+_FROM_CACHE_ARGS = {
+    "num_heads": "q.shape[-2]", "head_dim": "q.shape[-1]",
+    "num_kv_heads": "k_cache.shape[2]", "cache_batch": "k_cache.shape[0]", "cache_capacity": "k_cache.shape[1]",
+    "num_pages": "k_cache.shape[0]", "page_size": "k_cache.shape[1]", "max_pages_per_seq": "block_table.shape[1]",
+    "k_new": "k", "v_new": "v",
+    "rotary_dim": "2 * rotary_cos.shape[1]", "rotary_max_pos": "rotary_cos.shape[0]",
+    "window_left": "window_size[0]", "window_right": "window_size[1]",
+}
+_FROM_VARLEN_CACHE = dict(_FROM_CACHE_ARGS, total_q="q.shape[0]", total_knew="k.shape[0]",
+                          cu_seqlens_knew="cu_seqlens_k (or cu_seqlens_q when it is None)")
+_FROM_FIXED_CACHE = dict(_FROM_CACHE_ARGS, seqlen_q="q.shape[1]", seqlen_knew="k.shape[1]")
+_FROM_VARLEN_PACKED = {
+    "num_heads": "q.shape[-2]", "head_dim": "q.shape[-1]", "total_q": "q.shape[0]",
+    "window_left": "window_size[0]", "window_right": "window_size[1]",
+    "k_cache": "k", "v_cache": "v", "num_kv_heads": "k.shape[-2]", "cache_capacity": "k.shape[0]",
+    "cache_leftpad": "cu_seqlens_k[:-1]", "cache_seqlens": "cu_seqlens_k[1:]",
+}
+_FROM_VARLEN_PAGED = dict(_FROM_VARLEN_PACKED, num_pages="k.shape[0]", page_size="k.shape[1]",
+                          max_pages_per_seq="block_table.shape[1]", cache_seqlens="cu_seqlens_k[1:] - cu_seqlens_k[:-1]")
+del _FROM_VARLEN_PAGED["cache_leftpad"], _FROM_VARLEN_PAGED["cache_capacity"]  # (paged: C names neither)
+
+
+def _with_python_names(e, fields):
+    """e (a KvattnError from the C library) with "(Python: <field> is <what it was taken from>, ...)" appended
+    for every kvattn_params field its message names that the Python caller did not pass under that name."""
+    found = sorted((m.start(), field) for field in fields for m in [re.search(rf"\b{field}\b", e.message)] if m)
+    if found:
+        named = ", ".join(f"{field} is {fields[field]}" for _, field in found)  # in the message's order
+        KvattnError.__init__(e, e.status, f"{e.message} (Python: {named})", e.function)
+    return e
+
+
+def _run(call, p, fields):
+    """One kvattn_forward on the backend of the call's device. fields: _with_python_names's table."""
     ref = ctypes.byref(p)
-    if call.is_cuda:
-        _cuda.launch(ref, call.device_index)
-    else:
-        check(lib.kvattn_forward(ref, BACKEND_CPU, None, 0, None), "kvattn_forward")
+    try:
+        if call.is_cuda:
+            _cuda.launch(ref, call.device_index)
+        else:
+            check(lib.kvattn_forward(ref, BACKEND_CPU, None, 0, None), "kvattn_forward")
+    except KvattnError as e:
+        if e.function in ("kvattn_forward", "kvattn_workspace_size"):
+            _with_python_names(e, fields)
+        raise
 
 
 def _check_cu_seqlens_k(cuk, B, total_k, capacity=None):
@@ -395,7 +441,7 @@ def flash_attn_varlen_func_with_kvcache(q, k_cache, v_cache, cu_seqlens_q, max_s
     if return_softmax_lse:
         lse = call.empty((H, total_q), "float32")
         p.softmax_lse, p.lse_head_stride, p.lse_row_stride = call.add(lse, "softmax_lse").ptr, total_q, 1
-    _run(call, p)
+    _run(call, p, _FROM_VARLEN_CACHE)
     return (out, lse) if return_softmax_lse else out
 
 
@@ -447,7 +493,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         lse = call.empty((B, H, Sq), "float32")
         p.softmax_lse = call.add(lse, "softmax_lse").ptr
         p.lse_batch_stride, p.lse_head_stride, p.lse_row_stride = H * Sq, Sq, 1
-    _run(call, p)
+    _run(call, p, _FROM_FIXED_CACHE)
     return (out, lse) if return_softmax_lse else out
 
 
@@ -521,7 +567,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if return_softmax_lse or return_attn_probs:
         lse = call.empty((H, total_q), "float32")
         p.softmax_lse, p.lse_head_stride, p.lse_row_stride = call.add(lse, "softmax_lse").ptr, total_q, 1
-    _run(call, p)
+    _run(call, p, _FROM_VARLEN_PAGED if bt is not None else _FROM_VARLEN_PACKED)
     if return_attn_probs:
         return out, lse, None
     return (out, lse) if return_softmax_lse else out

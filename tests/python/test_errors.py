@@ -275,7 +275,10 @@ def test_error_attributes(kvattn):
     e = bad_data_error(kvattn)
     assert e.status == 4 and e.status_name == "KVATTN_ERR_BAD_DATA"
     assert e.message and e.message in str(e) and e.function == "kvattn_forward"
-    assert kvattn.last_error() == e.message
+    # the C text, then what its kvattn_params fields were taken from, in the order the text names them
+    assert e.message.startswith(kvattn.last_error()) and e.message != kvattn.last_error(), e.message
+    assert e.message.endswith("(Python: max_pages_per_seq is block_table.shape[1], page_size is k_cache.shape[1])"), \
+        e.message
 
 
 def test_python_checks_name_the_function(kvattn):
@@ -524,3 +527,52 @@ def test_a_library_that_is_not_kvattn(kvattn):
     code = "import kvattn"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "ImportError" in r.stderr and "not a kvattn library" in r.stderr, r.stderr
+
+
+def test_library_errors_name_the_python_argument(kvattn, backend):
+    """The C library's messages name kvattn_params fields (window_left, num_heads, rotary_dim, ...); where the
+    field is not a Python argument, the error also says which argument it came from (sixty-first session: the
+    message named only the C field). The C text itself is kept, first."""
+    args, d = base_args(backend)
+    q, kc, vc = args["q"], args["k_cache"], args["v_cache"]
+    H3 = q[:, :3]  # 3 query heads over 2 KV heads
+    F, G, V = (kvattn.flash_attn_varlen_func_with_kvcache, kvattn.flash_attn_with_kvcache,
+               kvattn.flash_attn_varlen_func)
+    wide_cos = backend.array(np.ones((64, 20)), "float32")  # R = 40 > head dim 32
+    cases = [
+        (lambda: F(**dict(args, window_size=(-2, -1))), "window_left", "window_size[0]"),
+        (lambda: F(**dict(args, window_size=(0, -5))), "window_right", "window_size[1]"),
+        (lambda: F(**dict(args, q=H3, out=None)), "num_heads", "q.shape[-2]"),
+        (lambda: F(**dict(args, rotary_cos=wide_cos, rotary_sin=wide_cos)), "rotary_dim", "2 * rotary_cos.shape[1]"),
+        (lambda: G(q[None, :1], kc, vc, cache_seqlens=1, window_size=(-3, -1)), "window_left", "window_size[0]"),
+        (lambda: V(H3, kc[0], vc[0], args["cu_seqlens_q"], args["cu_seqlens_q"], 2, 2), "num_kv_heads",
+         "k.shape[-2]"),
+    ]
+    for call, field, source in cases:
+        with pytest.raises(kvattn.KvattnArgumentError) as info:
+            call()
+        e = info.value
+        assert e.function == "kvattn_forward" or (backend.name == "torch-cuda" and
+                                                  e.function == "kvattn_workspace_size"), str(e)
+        assert e.message.startswith(kvattn.last_error()) and field in kvattn.last_error(), (e.message, field)
+        assert f"{field} is {source}" in e.message, (e.message, field, source)
+
+
+def test_sparse_and_nested_tensors_are_refused(kvattn, backend):
+    """A tensor without strides (sparse, nested) is refused naming the argument, as a KvattnTypeError (sixty-first
+    session: torch's own RuntimeError escaped, naming nothing)."""
+    if backend.name == "numpy":
+        pytest.skip("NumPy arrays are always strided")
+    import torch
+
+    args, d = base_args(backend)
+    sparse = args["q"].float().to_sparse().to(args["q"].dtype) if backend.name == "torch-cpu" else None
+    nested = torch.nested.nested_tensor([args["q"][:2], args["q"][2:]])
+    for bad, what in ((sparse, "sparse"), (nested, "nested")):
+        if bad is None:
+            continue
+        before = snapshot(backend, args)
+        with pytest.raises(kvattn.KvattnTypeError) as info:
+            kvattn.flash_attn_varlen_func_with_kvcache(**dict(args, q=bad))
+        assert info.value.message.startswith("q: ") and what in info.value.message, str(info.value)
+        assert snapshot(backend, args) == before
