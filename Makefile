@@ -38,6 +38,20 @@ else
   CUDA_LIBS =
 endif
 
+# Objects depend on the flags they were built with: $(BUILD)/flags.c and flags.cu hold them and are rewritten (when
+# make reads this file) only when they change, so that building a built tree again with other flags (CPU_ARCH=...,
+# CUDA_ARCH=..., NVCC=) recompiles instead of keeping code built for another CPU or GPU.
+FLAGS_C  := $(CC) $(CFLAGS_BASE) $(CFLAGS)
+FLAGS_CU := $(NVCC) $(NVCCFLAGS)
+ifneq ($(FLAGS_C),$(file <$(BUILD)/flags.c))
+  $(shell mkdir -p $(BUILD))
+  $(file >$(BUILD)/flags.c,$(FLAGS_C))
+endif
+ifneq ($(FLAGS_CU),$(file <$(BUILD)/flags.cu))
+  $(shell mkdir -p $(BUILD))
+  $(file >$(BUILD)/flags.cu,$(FLAGS_CU))
+endif
+
 TEST_COMMON_SRC = $(wildcard tests/common/*.c)
 TEST_COMMON_OBJ = $(TEST_COMMON_SRC:tests/common/%.c=$(BUILD)/obj/tests/%.o)
 TEST_SRC  = $(wildcard tests/test_*.c)
@@ -47,10 +61,10 @@ TEST_BINS = $(TEST_SRC:tests/%.c=$(BUILD)/%)
 all: lib
 lib: $(BUILD)/libkvattn.so $(BUILD)/libkvattn.a
 
-$(BUILD)/obj/%.o: src/%.c include/kvattn.h src/internal.h
+$(BUILD)/obj/%.o: src/%.c include/kvattn.h src/internal.h $(BUILD)/flags.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
-$(BUILD)/obj/cuda/%.o: src/cuda/%.cu include/kvattn.h src/internal.h $(wildcard src/cuda/*.cuh)
+$(BUILD)/obj/cuda/%.o: src/cuda/%.cu include/kvattn.h src/internal.h $(wildcard src/cuda/*.cuh) $(BUILD)/flags.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 $(BUILD)/libkvattn.so: $(C_OBJ) $(CU_OBJ)
@@ -59,10 +73,10 @@ $(BUILD)/libkvattn.a: $(C_OBJ) $(CU_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # tests link the static library (and cudart when CUDA is built) so they run from the build tree
-$(BUILD)/obj/tests/%.o: tests/common/%.c $(wildcard tests/common/*.h) include/kvattn.h
+$(BUILD)/obj/tests/%.o: tests/common/%.c $(wildcard tests/common/*.h) include/kvattn.h $(BUILD)/flags.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common -c $< -o $@
-$(BUILD)/test_%: tests/test_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(wildcard tests/common/*.h)
+$(BUILD)/test_%: tests/test_%.c $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(wildcard tests/common/*.h) $(BUILD)/flags.c
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/common $< $(TEST_COMMON_OBJ) $(BUILD)/libkvattn.a $(CUDA_LIBS) $(LDLIBS) -o $@
 
 test: test-c test-python

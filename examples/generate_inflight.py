@@ -12,6 +12,7 @@ attends. No attention code of transformers runs in the loop.
 
   python examples/generate_inflight.py                      # GPU: bf16, N=32 prompts, 16 slots
   python examples/generate_inflight.py --device cpu --quick # CPU smoke run (fp32, tiny model)
+  python examples/generate_inflight.py --out docs/perf/generate_inflight.json   # replace the committed report
 
 Needs: torch, transformers, numpy, and the kvattn package (PYTHONPATH=python, KVATTN_LIBRARY=.../libkvattn.so).
 Hard checks (exit status 1 if one fails; the report is printed and written as JSON to --out either way):
@@ -99,7 +100,11 @@ def parse_args(argv=None):
                     help="time decode-only steps replayed from CUDA graphs (auto: on with CUDA; emulate: the same "
                          "loop and static buffers with the forward run eagerly, to test the loop on a CPU)")
     ap.add_argument("--repeats", type=int, default=None, help="timed repetitions, best kept (default 3; quick 1)")
-    ap.add_argument("--out", default="docs/perf/generate_inflight.json")
+    # (the committed report, docs/perf/generate_inflight.json, is written only when asked for by name: a smoke run on
+    # another machine must not replace it)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
+                                                  "generate_inflight.json"),
+                    help="where the JSON report goes (default: build/generate_inflight.json in the checkout)")
     args = ap.parse_args(argv)
 
     if args.device is None:  # a GPU with a CPU-only libkvattn is an error, not a silent (hour-long) CPU run

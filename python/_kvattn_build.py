@@ -26,7 +26,8 @@ class build_py(_build_py):
     def run(self):
         super().run()
         nvcc = _nvcc()
-        # separate trees: make would not rebuild objects compiled with the other CUDA setting
+        # one tree per CUDA setting, so that switching between them does not recompile everything (the Makefile's
+        # flag files would: objects depend on the flags they were built with, CPU_ARCH from the environment too)
         build = os.path.join("build", "pip-cuda" if nvcc else "pip-cpu")
         cmd = ["make", "-C", ROOT, f"BUILD={build}", "lib"]
         if nvcc is None:
