@@ -687,6 +687,23 @@ int main(void) {
         if (kvattn_pages_append(pool, 99, 1) != KVATTN_ERR_INVALID_ARGUMENT) kvt_failf("append to seq 99 succeeded");
         if (kvattn_pages_add_seq(pool, &id) != KVATTN_OK || kvattn_last_error()[0] != '\0')
             kvt_failf("add_seq after a failure left last_error \"%s\"", kvattn_last_error());
+        /* every other page-manager call too (sixty-first session: a mutation run removed each clear unseen) */
+        int32_t child = -1, table[4], lens[1];
+#define KVT_CLEARS(name, call)                                                                                     \
+        do {                                                                                                       \
+            if (kvattn_pages_append(pool, 99, 1) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])      \
+                kvt_failf("append to seq 99: no error before " name);                                             \
+            const int st_ = (call);                                                                                \
+            if (st_ != KVATTN_OK || kvattn_last_error()[0] != '\0')                                                \
+                kvt_failf(name " after a failure: %s, last_error \"%s\"", kvattn_status_string(st_),              \
+                          kvattn_last_error());                                                                    \
+        } while (0)
+        KVT_CLEARS("append", kvattn_pages_append(pool, id, 5));
+        KVT_CLEARS("fork", kvattn_pages_fork(pool, id, 4, &child));
+        KVT_CLEARS("truncate", kvattn_pages_truncate(pool, id, 4));
+        KVT_CLEARS("fill", kvattn_pages_fill(pool, &id, 1, NULL, table, 4, 4, lens));
+        KVT_CLEARS("release", kvattn_pages_release(pool, child));
+#undef KVT_CLEARS
         kvattn_pages_destroy(pool);
         kvattn_params p = kvattn_params_default();
         if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])
@@ -694,6 +711,14 @@ int main(void) {
         p.num_heads = p.num_kv_heads = p.head_dim = 8;
         if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_OK || kvattn_last_error()[0] != '\0')
             kvt_failf("B = 0 call: last_error \"%s\"", kvattn_last_error());
+        /* kvattn_workspace_size clears it too */
+        p.num_heads = 0;
+        size_t wsb = 0;
+        if (kvattn_validate(&p, KVATTN_BACKEND_CPU) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])
+            kvt_failf("validate with num_heads 0: no error");
+        p.num_heads = 8;
+        if (kvattn_workspace_size(&p, KVATTN_BACKEND_CPU, &wsb) != KVATTN_OK || kvattn_last_error()[0] != '\0')
+            kvt_failf("workspace_size after a failure: last_error \"%s\"", kvattn_last_error());
         /* kvattn_forward clears it too */
         p.num_heads = 0;
         if (kvattn_forward(&p, KVATTN_BACKEND_CPU, NULL, 0, NULL) != KVATTN_ERR_INVALID_ARGUMENT || !kvattn_last_error()[0])

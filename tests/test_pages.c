@@ -413,6 +413,20 @@ static void test_fill(void) {
         CHECK_STATUS(kvattn_pages_fill(pool, arena + 28, 3, arena + 31, arena, STRIDE, MAXP, arena + 34), KVATTN_OK);
         CHECK(arena[34] == 20 && arena[35] == 1 && arena[36] == 64 && arena[37] == 777, "adjacent arrays: %d %d %d %d",
               arena[34], arena[35], arena[36], arena[37]);
+        /* one element of overlap is enough: cache_seqlens starting at seq_ids' last element, seq_ids starting at the
+         * last entry the table is written at (row 2, entry MAXP - 1 = arena[27]) */
+        for (int i = 0; i < 40; i++) arena[i] = 777;
+        memcpy(arena + 30, ids, sizeof ids);
+        memcpy(before, arena, sizeof arena);
+        CHECK_STATUS(kvattn_pages_fill(pool, arena + 30, 3, pending, table2, STRIDE, MAXP, arena + 32),
+                     KVATTN_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("seq_ids overlaps cache_seqlens");
+        memcpy(arena + 27, ids, sizeof ids);
+        memcpy(before, arena, sizeof arena);
+        CHECK_STATUS(kvattn_pages_fill(pool, arena + 27, 3, pending, arena, STRIDE, MAXP, seqlens2),
+                     KVATTN_ERR_INVALID_ARGUMENT);
+        CHECK_ERROR_MENTIONS("seq_ids overlaps block_table");
+        CHECK(memcmp(arena, before, sizeof arena) == 0, "a fill refused for a one-element overlap wrote its outputs");
     }
     int untouched = seqlens2[0] == 777 && seqlens2[1] == 777 && seqlens2[2] == 777;
     for (int i = 0; i < 3 * STRIDE; i++) untouched &= table2[i] == 777;
