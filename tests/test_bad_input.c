@@ -168,9 +168,11 @@ static const arg_case ARG_CASES[] = {
     {"softcap NaN", KVATTN_ERR_INVALID_ARGUMENT, "softcap", NULL, -1},
     {"softcap inf", KVATTN_ERR_INVALID_ARGUMENT, "softcap", NULL, -1},
     {"head_dim 65537", KVATTN_ERR_UNSUPPORTED, "head_dim", NULL, -1},
-    {"B * seqlen_q past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_q", NULL, -1},
+    /* total_q = 0, and the needle is the guard's own message (the forgotten-cu_seqlens_q check also names
+     * seqlen_q), so that only the B x seqlen_q guard passes the case */
+    {"B * seqlen_q past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_q: B=", NULL, -1},
     {"seqlen_knew -1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew", NULL, -1},
-    {"B * seqlen_knew past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew", NULL, -1},
+    {"B * seqlen_knew past 2^31 - 1 (fixed mode)", KVATTN_ERR_INVALID_ARGUMENT, "seqlen_knew: B=", NULL, -1},
     {"cache_batch_idx with a block table", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch_idx", NULL, 1},
     {"batch > cache_batch without cache_batch_idx", KVATTN_ERR_INVALID_ARGUMENT, "cache_batch", NULL, 0},
     {"rotary_row_stride < rotary_dim / 2", KVATTN_ERR_INVALID_ARGUMENT, "rotary_row_stride", NULL, -1},
@@ -215,8 +217,52 @@ static const arg_case ARG_CASES[] = {
     {"rotary_sin (fp32) misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "rotary_sin", NULL, -1},
     {"alibi_slopes misaligned by two bytes", KVATTN_ERR_INVALID_ARGUMENT, "alibi_slopes", NULL, -1},
     {"alibi_batch_stride H - 1 ([B, H] rows overlap)", KVATTN_ERR_INVALID_ARGUMENT, "alibi", NULL, -1},
+    /* checks that a second mutation run of validate.c found untested (each case fails with that check weakened) */
+    /* q's offset terms each fit int64 but their sum wraps past 2^64 (to a small positive offset) */
+    {"q offsets: each term fits int64, their sum wraps past 2^64", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    /* the element offset fits int64 but its byte address does not, for each tensor with its own element size */
+    {"k_batch_stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"softmax_lse head stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
+    {"block_table_batch_stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "block_table", NULL, 1},
+    {"rotary_row_stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "rotary_cos", NULL, -1},
+    {"alibi_batch_stride: byte offset overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "alibi_slopes", NULL, -1},
+    /* k_new / v_new (read-only): negative strides and offsets past int64 */
+    {"negative knew_head_stride", KVATTN_ERR_INVALID_ARGUMENT, "k_new", NULL, -1},
+    {"knew_row_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "k_new", NULL, -1},
+    {"negative vnew_head_stride", KVATTN_ERR_INVALID_ARGUMENT, "v_new", NULL, -1},
+    {"vnew_row_stride overflows int64", KVATTN_ERR_INVALID_ARGUMENT, "v_new", NULL, -1},
+    /* negative strides whose largest offset stays >= 0, on tensors only read or in dimensions the call leaves unused
+     * (kvattn.h: "A negative stride is refused, even one that the call's mode leaves unused"): only the sign check
+     * catches them */
+    {"negative q_head_stride (q read-only)", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"q_batch_stride -1 (varlen: unused)", KVATTN_ERR_INVALID_ARGUMENT, "q", NULL, -1},
+    {"out_batch_stride -1 (varlen: unused)", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"knew_batch_stride -1 (varlen: unused)", KVATTN_ERR_INVALID_ARGUMENT, "k_new", NULL, -1},
+    {"k_row_stride -1, cache read-only (no k_new)", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"k_batch_stride -100, cache read-only (no k_new)", KVATTN_ERR_INVALID_ARGUMENT, "k_cache", NULL, -1},
+    {"lse_batch_stride -1 (varlen: unused)", KVATTN_ERR_INVALID_ARGUMENT, "softmax_lse", NULL, -1},
+    {"alibi_batch_stride -1", KVATTN_ERR_INVALID_ARGUMENT, "alibi", NULL, -1},
+    /* the sharing checks with one sequence (the cases above all have B = 3) */
+    {"batch 1: out at k_cache while appending", KVATTN_ERR_INVALID_ARGUMENT, "out", NULL, -1},
+    {"batch 1: cache_seqlens inside out", KVATTN_ERR_INVALID_ARGUMENT, "cache_seqlens", NULL, -1},
 };
 #define N_ARG_CASES ((int)(sizeof ARG_CASES / sizeof ARG_CASES[0]))
+
+/* the base's queries as fixed-length, 2 rows per sequence (B0 x 2 = total_q rows), every stride packed */
+static void fixed_q2(kvattn_params *d) {
+    d->cu_seqlens_q = NULL;
+    d->seqlen_q = 2;
+    d->total_q = 0;
+    d->q_batch_stride = d->out_batch_stride = 2 * H0 * D0;
+    d->q_row_stride = d->out_row_stride = H0 * D0;
+    d->q_head_stride = d->out_head_stride = D0;
+    d->lse_batch_stride = 2 * H0;
+    d->lse_head_stride = 2;
+    d->lse_row_stride = 1;
+}
+
+/* the cache's first extent: pages (paged) or cache_batch */
+static int64_t cache_slots(const kvattn_params *d) { return d->block_table ? d->num_pages : d->cache_batch; }
 
 static void mutate_args(int id, kvattn_params *d) {
     switch (id) {
@@ -281,11 +327,11 @@ static void mutate_args(int id, kvattn_params *d) {
     case 57: d->softcap = INFINITY; break;
     case 58: d->head_dim = 65537; break;
     case 59: /* 3 x (2^30 - 1) rows; strides that alone would validate */
-        d->cu_seqlens_q = NULL; d->seqlen_q = INT32_MAX / 2;
+        d->cu_seqlens_q = NULL; d->seqlen_q = INT32_MAX / 2; d->total_q = 0;
         d->q_batch_stride = d->out_batch_stride = (int64_t)(INT32_MAX / 2) * H0 * D0; break;
     case 60: d->cu_seqlens_knew = NULL; d->seqlen_knew = -1;
         d->knew_batch_stride = d->vnew_batch_stride = 2 * HK0 * D0; break;
-    case 61: d->cu_seqlens_knew = NULL; d->seqlen_knew = INT32_MAX / 2;
+    case 61: d->cu_seqlens_knew = NULL; d->seqlen_knew = INT32_MAX / 2; d->total_knew = 0;
         d->knew_batch_stride = d->vnew_batch_stride = (int64_t)(INT32_MAX / 2) * HK0 * D0; break;
     case 62: d->cache_batch_idx = d->cache_seqlens; break; /* any valid int32 array */
     case 63: d->cache_batch_idx = NULL; d->cache_batch = B0 - 1; break;
@@ -321,6 +367,30 @@ static void mutate_args(int id, kvattn_params *d) {
     case 93: d->rotary_sin = (const char *)d->rotary_sin + 2; break;
     case 94: d->alibi_slopes = (const float *)((const char *)d->alibi_slopes + 2); break;
     case 95: d->alibi_batch_stride = H0 - 1; break;
+    case 96: /* fixed mode, 2 rows per sequence: terms (B-1) x sb = (2-1) x sr = (H-1) x sh = 0x5555555555555556,
+              * together 2^64 + 2 */
+        fixed_q2(d);
+        d->q_batch_stride = 0x2AAAAAAAAAAAAAABLL; d->q_row_stride = 0x5555555555555556LL;
+        d->q_head_stride = 0x1C71C71C71C71C72LL; break;
+    case 97: d->k_batch_stride = (INT64_MAX / 2) / (cache_slots(d) - 1) + 1; break; /* x 2 bytes past INT64_MAX */
+    case 98: d->lse_head_stride = (INT64_MAX / 4) / (H0 - 1) + 1; break;               /* x 4 bytes */
+    case 99: d->block_table_batch_stride = (INT64_MAX / 4) / (B0 - 1) + 1; break;      /* x 4 bytes */
+    case 100: d->rotary_row_stride = (INT64_MAX / 4) / (MAXPOS0 - 1) + 1; break;       /* fp32 tables: x 4 bytes */
+    case 101: d->alibi_batch_stride = (INT64_MAX / 4) / (B0 - 1) + 1; break;           /* x 4 bytes */
+    case 102: d->knew_head_stride = -8; break;
+    case 103: d->knew_row_stride = INT64_MAX / 2; break; /* (total_knew - 1) x stride */
+    case 104: d->vnew_head_stride = -8; break;
+    case 105: d->vnew_row_stride = INT64_MAX / 2; break;
+    case 106: d->q_head_stride = -8; break; /* heads 24 elements back into a row of 256: offsets stay >= 0 */
+    case 107: d->q_batch_stride = -1; break;
+    case 108: d->out_batch_stride = -1; break;
+    case 109: d->knew_batch_stride = -1; break;
+    case 110: d->k_new = d->v_new = NULL; d->k_row_stride = -1; break;
+    case 111: d->k_new = d->v_new = NULL; d->k_batch_stride = -100; break;
+    case 112: d->lse_batch_stride = -1; break;
+    case 113: d->alibi_batch_stride = -1; break; /* (B-1) x -1 + H - 1 >= 0 */
+    case 114: d->batch = 1; d->out = d->k_cache; break;
+    case 115: d->batch = 1; d->cache_seqlens = (const int32_t *)((char *)d->out + 64); break;
     }
 }
 
