@@ -274,23 +274,19 @@ def _out(call, out, q):
 # The C library's messages name kvattn_params fields. Where a field is not itself one of the Python function's
 # arguments, the error also says what it was taken from (per function: flash_attn_varlen_func's k / v are its
 # cache). Fields whose name is an argument (cache_seqlens, block_table, softcap, ...) need no note.
-_FROM_CACHE_ARGS = {
-    "num_heads": "q.shape[-2]", "head_dim": "q.shape[-1]",
-    "num_kv_heads": "k_cache.shape[2]", "cache_batch": "k_cache.shape[0]", "cache_capacity": "k_cache.shape[1]",
-    "num_pages": "k_cache.shape[0]", "page_size": "k_cache.shape[1]", "max_pages_per_seq": "block_table.shape[1]",
-    "k_new": "k", "v_new": "v",
-    "rotary_dim": "2 * rotary_cos.shape[1]", "rotary_max_pos": "rotary_cos.shape[0]",
-    "window_left": "window_size[0]", "window_right": "window_size[1]",
-}
+_FROM_ANY = {"num_heads": "q.shape[-2]", "head_dim": "q.shape[-1]",
+             "window_left": "window_size[0]", "window_right": "window_size[1]"}
+_FROM_CACHE_ARGS = dict(
+    _FROM_ANY,
+    num_kv_heads="k_cache.shape[2]", cache_batch="k_cache.shape[0]", cache_capacity="k_cache.shape[1]",
+    num_pages="k_cache.shape[0]", page_size="k_cache.shape[1]", max_pages_per_seq="block_table.shape[1]",
+    k_new="k", v_new="v", rotary_dim="2 * rotary_cos.shape[1]", rotary_max_pos="rotary_cos.shape[0]")
 _FROM_VARLEN_CACHE = dict(_FROM_CACHE_ARGS, total_q="q.shape[0]", total_knew="k.shape[0]",
                           cu_seqlens_knew="cu_seqlens_k (or cu_seqlens_q when it is None)")
 _FROM_FIXED_CACHE = dict(_FROM_CACHE_ARGS, seqlen_q="q.shape[1]", seqlen_knew="k.shape[1]")
-_FROM_VARLEN_PACKED = {
-    "num_heads": "q.shape[-2]", "head_dim": "q.shape[-1]", "total_q": "q.shape[0]",
-    "window_left": "window_size[0]", "window_right": "window_size[1]",
-    "k_cache": "k", "v_cache": "v", "num_kv_heads": "k.shape[-2]", "cache_capacity": "k.shape[0]",
-    "cache_leftpad": "cu_seqlens_k[:-1]", "cache_seqlens": "cu_seqlens_k[1:]",
-}
+_FROM_VARLEN_PACKED = dict(_FROM_ANY, total_q="q.shape[0]", k_cache="k", v_cache="v", num_kv_heads="k.shape[-2]",
+                           cache_capacity="k.shape[0]", cache_leftpad="cu_seqlens_k[:-1]",
+                           cache_seqlens="cu_seqlens_k[1:]")
 _FROM_VARLEN_PAGED = dict(_FROM_VARLEN_PACKED, num_pages="k.shape[0]", page_size="k.shape[1]",
                           max_pages_per_seq="block_table.shape[1]", cache_seqlens="cu_seqlens_k[1:] - cu_seqlens_k[:-1]")
 del _FROM_VARLEN_PAGED["cache_leftpad"], _FROM_VARLEN_PAGED["cache_capacity"]  # (paged: C names neither)
